@@ -1,0 +1,117 @@
+package channel
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// DefaultMaxFrame is the largest payload a Reader accepts unless told
+// otherwise. It bounds what one hostile frame can make the host allocate.
+const DefaultMaxFrame = 8 << 20
+
+// headerSize is the length prefix.
+const headerSize = 4
+
+// ErrFrameTooLarge reports a length prefix above the reader's limit.
+var ErrFrameTooLarge = errors.New("frame too large")
+
+// ErrBadFrame reports a frame whose payload is not a JSON object with a type.
+var ErrBadFrame = errors.New("bad frame")
+
+// Message is one decoded frame. Type says how to read the rest; Raw holds the
+// whole payload so the receiver can decode the fields its type defines.
+type Message struct {
+	Type string
+	Raw  json.RawMessage
+}
+
+// Decode unmarshals the payload into v.
+func (m Message) Decode(v any) error {
+	if err := json.Unmarshal(m.Raw, v); err != nil {
+		return fmt.Errorf("%w: %s payload: %v", ErrBadFrame, m.Type, err)
+	}
+	return nil
+}
+
+// Reader reads frames. It is not safe for concurrent use.
+type Reader struct {
+	r   io.Reader
+	max int
+	hdr [headerSize]byte
+}
+
+// NewReader returns a Reader that refuses payloads above max bytes (zero means
+// DefaultMaxFrame).
+func NewReader(r io.Reader, max int) *Reader {
+	if max <= 0 {
+		max = DefaultMaxFrame
+	}
+	return &Reader{r: r, max: max}
+}
+
+// Read returns the next frame. It returns io.EOF only on a clean end between
+// frames; a frame cut short is io.ErrUnexpectedEOF.
+func (r *Reader) Read() (Message, error) {
+	if _, err := io.ReadFull(r.r, r.hdr[:]); err != nil {
+		return Message{}, err
+	}
+	n := binary.BigEndian.Uint32(r.hdr[:])
+	if uint64(n) > uint64(r.max) {
+		return Message{}, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, r.max)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r.r, buf); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return Message{}, err
+	}
+	return parse(buf)
+}
+
+// parse checks that a payload is a JSON object with a non-empty string type.
+func parse(buf []byte) (Message, error) {
+	var head struct {
+		Type *string `json:"type"`
+	}
+	if err := json.Unmarshal(buf, &head); err != nil {
+		return Message{}, fmt.Errorf("%w: %v", ErrBadFrame, err)
+	}
+	if head.Type == nil || *head.Type == "" {
+		return Message{}, fmt.Errorf("%w: no type", ErrBadFrame)
+	}
+	return Message{Type: *head.Type, Raw: buf}, nil
+}
+
+// Writer writes frames. It is safe for concurrent use: each frame is written
+// whole, under a lock, so frames from different goroutines never interleave.
+type Writer struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewWriter returns a Writer on w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Write encodes v (which must marshal to a JSON object with a "type") as one
+// frame.
+func (w *Writer) Write(v any) error {
+	payload, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode frame: %w", err)
+	}
+	if len(payload) > 1<<31 {
+		return ErrFrameTooLarge
+	}
+	frame := make([]byte, headerSize+len(payload))
+	binary.BigEndian.PutUint32(frame, uint32(len(payload)))
+	copy(frame[headerSize:], payload)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, err = w.w.Write(frame)
+	return err
+}

@@ -1,0 +1,266 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is codecell's configuration. Every field is filled: a value the file
+// did not set holds its default, so consumers never apply defaults themselves.
+type Config struct {
+	File       string            // the file it came from; "" for defaults
+	MCPServers map[string]Server // key = server name
+	Sandbox    Sandbox
+	Policy     Policy
+	PII        PII
+	HTTP       HTTP
+	Sessions   Sessions
+	Toolsets   []string // expanded: never contains "all"; default = all toolsets, in the order of AllToolsets
+}
+
+// Server is one upstream MCP server. Exactly one of Command (a stdio server
+// codecell spawns) and URL (a remote server) is set. Besides "transport", the
+// JSON accepts "type" ("stdio", "http", "streamable-http", "sse") as MCP hosts
+// such as Claude Code and VS Code write it, so their entries paste unchanged.
+type Server struct {
+	Name      string            // the map key
+	Command   string            // program to run; stdio servers only
+	Args      []string          // its arguments; stdio servers only
+	Env       map[string]string // extra environment; stdio servers only
+	Cwd       string            // absolute working directory, "" = inherit; stdio servers only
+	URL       string            // http or https endpoint; remote servers only
+	Headers   map[string]string // sent with every request; remote servers only
+	Transport string            // "stdio" (command), "streamable-http" (default for url), "sse"
+	Disabled  bool              // configured but not started
+	Timeout   time.Duration     // per tool call; JSON key "timeout", default 60s
+}
+
+// Sandbox holds the isolation level and the limits applied to every
+// execution.
+type Sandbox struct {
+	Isolation      string        // "development" | "production" (default) | "hardened"
+	Python         string        // default "/usr/bin/python3"; must be an absolute path
+	Timeout        time.Duration // default wall-clock limit of one execution, default 30s
+	MaxTimeout     time.Duration // the most a caller may ask for, default 120s; must be >= Timeout
+	Memory         int64         // bytes, default 512MiB, min 32MiB
+	Pids           int           // processes and threads, default 64, min 4
+	CPUTime        time.Duration // default 60s, min 1s (the kernel counts whole seconds)
+	Output         int64         // bytes per stream, default 1MiB, min 1KiB
+	FileSize       int64         // JSON "fileSize", largest single file written, default 256MiB, min 1KiB
+	OpenFiles      int           // JSON "openFiles", default 256, min 16
+	TmpSize        int64         // JSON "tmpSize", size cap of /tmp, default 64MiB, min 1MiB
+	WorkspaceQuota int64         // bytes per namespace workspace, default 1GiB, min 1MiB
+	MaxToolCalls   int           // tool calls per execution, default 1000, min 1
+	Pool           int           // warm sandboxes, default 4, 0..64
+	Network        Network
+	Wheelhouse     string // optional absolute dir of wheels for install_dependencies; "" = none
+}
+
+// Network says what network the sandbox gets.
+type Network struct {
+	Mode  string   // "none" (default) | "allowlist"
+	Allow []string // domain names (a leading "*." matches subdomains), only with "allowlist"
+}
+
+// Policy decides which upstream tools code may call. Patterns match
+// "server.tool" with path.Match syntax (* and ?, [...] classes); a call is
+// allowed when it matches an Allow pattern and no Deny pattern.
+type Policy struct {
+	Allow []string // default ["*"]; an explicit empty list allows nothing
+	Deny  []string // default none
+}
+
+// PII configures the tokenization of personal data on its way to the model.
+type PII struct {
+	Mode   string      // "tokenize" (default) | "off"
+	Custom []CustomPII // JSON "custom": extra kinds detected by regular expression
+}
+
+// CustomPII is one user-defined kind of personal data.
+type CustomPII struct {
+	Kind    string // token prefix, matches ^[A-Z][A-Z0-9_]*$, e.g. "EMPLOYEE_ID"
+	Pattern string // a Go regexp that does not match the empty string, e.g. `E\d{6}`
+}
+
+// HTTP configures the Streamable HTTP listener.
+type HTTP struct {
+	Tokens         map[string]string // bearer token (at least 16 characters) -> namespace (^[a-z0-9][a-z0-9_-]{0,62}$)
+	AllowedOrigins []string          // extra allowed Origin values, canonical form: "https://x.example", lower case, no trailing slash
+}
+
+// Sessions bounds the live interpreter sessions of execute_code.
+type Sessions struct {
+	IdleTimeout     time.Duration // JSON "idleTimeout", default 30m
+	MaxPerNamespace int           // JSON "maxPerNamespace", default 8, min 1
+}
+
+// defaultServerTimeout bounds one upstream tool call unless the server's
+// "timeout" says otherwise.
+const defaultServerTimeout = 60 * time.Second
+
+// Default returns the configuration used when no file is found. Each call
+// returns a new value the caller may modify.
+func Default() *Config {
+	return &Config{
+		MCPServers: map[string]Server{},
+		Sandbox: Sandbox{
+			Isolation:      "production",
+			Python:         "/usr/bin/python3",
+			Timeout:        30 * time.Second,
+			MaxTimeout:     120 * time.Second,
+			Memory:         512 * MiB,
+			Pids:           64,
+			CPUTime:        60 * time.Second,
+			Output:         1 * MiB,
+			FileSize:       256 * MiB,
+			OpenFiles:      256,
+			TmpSize:        64 * MiB,
+			WorkspaceQuota: 1 * GiB,
+			MaxToolCalls:   1000,
+			Pool:           4,
+			Network:        Network{Mode: "none"},
+		},
+		Policy:   Policy{Allow: []string{"*"}},
+		PII:      PII{Mode: "tokenize"},
+		HTTP:     HTTP{Tokens: map[string]string{}},
+		Sessions: Sessions{IdleTimeout: 30 * time.Minute, MaxPerNamespace: 8},
+		Toolsets: append([]string(nil), AllToolsets...),
+	}
+}
+
+// Error is one problem in a config file. Parse and Validate return these
+// joined with errors.Join; use errors.As or the Unwrap() []error method to
+// reach them one by one.
+type Error struct {
+	File   string // the file name as given to Parse or Load; may be ""
+	Path   string // key path such as "sandbox.memory" or "policy.deny[1]"; "" for the file as a whole
+	Reason string // what is wrong, and when it helps, what to write instead
+}
+
+// Error formats the problem as "<file>: <key path>: <reason>", leaving out an
+// empty file or path.
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		b.WriteString(": ")
+	}
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+// Find returns the config file to use: flagPath (the --config flag) if set,
+// else $CODECELL_CONFIG, else ./codecell.json if it exists, else
+// $XDG_CONFIG_HOME/codecell/config.json (XDG_CONFIG_HOME defaulting to
+// $HOME/.config) if it exists. It returns "" when none is found, which means
+// defaults. A file named by the flag or the variable must exist. env looks up
+// environment variables; nil means none are set.
+func Find(flagPath string, env func(string) string) (string, error) {
+	if env == nil {
+		env = func(string) string { return "" }
+	}
+	if flagPath != "" {
+		if err := mustExist(flagPath, "--config"); err != nil {
+			return "", err
+		}
+		return flagPath, nil
+	}
+	if p := env("CODECELL_CONFIG"); p != "" {
+		if err := mustExist(p, "$CODECELL_CONFIG"); err != nil {
+			return "", err
+		}
+		return p, nil
+	}
+	candidates := []string{"codecell.json"}
+	xdg := env("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(xdg) {
+		// The XDG spec says a relative value is invalid and must be ignored.
+		xdg = ""
+		if home := env("HOME"); home != "" {
+			xdg = filepath.Join(home, ".config")
+		}
+	}
+	if xdg != "" {
+		candidates = append(candidates, filepath.Join(xdg, "codecell", "config.json"))
+	}
+	for _, p := range candidates {
+		fi, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return "", fmt.Errorf("find config: %w", err)
+		case fi.IsDir():
+			return "", fmt.Errorf("find config: %s is a directory", p)
+		}
+		return p, nil
+	}
+	return "", nil
+}
+
+// mustExist checks a path the user named explicitly.
+func mustExist(p, from string) error {
+	fi, err := os.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("config file %s (from %s) does not exist", p, from)
+	case err != nil:
+		return fmt.Errorf("config file %s (from %s): %w", p, from, err)
+	case fi.IsDir():
+		return fmt.Errorf("config file %s (from %s) is a directory", p, from)
+	}
+	return nil
+}
+
+// Load reads and parses the file at path; path "" returns Default(). env
+// expands ${VAR} references as in Parse.
+func Load(path string, env func(string) string) (*Config, error) {
+	if path == "" {
+		return Default(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data, env)
+}
+
+// Parse parses and validates the JSON config in data. name is the file name
+// used in errors and stored in Config.File. env looks up the variables named
+// by ${VAR}; nil means none are set, so any reference is an error. Empty data
+// (or only white space) is the default config, and a JSON null leaves a field
+// at its default. On failure the error joins one *Error per problem found.
+func Parse(name string, data []byte, env func(string) string) (*Config, error) {
+	d := &decoder{file: name, env: env}
+	c := Default()
+	c.File = name
+	root, err := parseTree(data)
+	if err != nil {
+		return nil, d.syntaxError(data, err)
+	}
+	if root != nil {
+		d.config(root, c)
+	}
+	for _, p := range c.problems() {
+		if !d.failedNear(p) {
+			d.errs = append(d.errs, p.err)
+		}
+	}
+	if len(d.errs) > 0 {
+		errs := make([]error, len(d.errs))
+		for i, e := range d.errs {
+			errs[i] = e
+		}
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}

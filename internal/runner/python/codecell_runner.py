@@ -1,0 +1,393 @@
+"""codecell's Python side: a fork server (zygote) and the execution runner.
+
+The host starts this file inside the sandbox. Two modes:
+
+  --zygote FD   Fork server. FD is a SOCK_SEQPACKET control socket to the host.
+                For every "spawn" message (which carries one fresh channel
+                socket as SCM_RIGHTS) it forks a child that runs exactly one
+                execution over that channel. The zygote itself never sees user
+                code. After the child exits it kills every other process in the
+                sandbox, wipes /tmp, reaps, and reports "exited". Executions in
+                one zygote are serial, so nothing of one survives into the next.
+  --oneshot     One execution over stdin (frames in) and stdout (frames out),
+                then exit. Used where descriptors cannot be passed (gVisor).
+
+Frames are a 4-byte big-endian length and a JSON object with a "type" (see
+internal/channel). This file is not a security boundary: the sandbox is. It
+only has to be correct for code that is not trying to break it, and to fail
+closed (the host then discards the sandbox) for code that is.
+"""
+
+import ast
+import builtins
+import codecs
+import ctypes
+import io
+import json
+import linecache
+import os
+import resource
+import shutil
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+import traceback
+
+CELL = "<cell>"
+MAX_FRAME = 8 << 20
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+# --- framing -----------------------------------------------------------------
+
+class Channel:
+    """Frames over a pair of file descriptors (the same one for a socket)."""
+
+    def __init__(self, rfd, wfd):
+        self.rfd, self.wfd = rfd, wfd
+        self.lock = threading.Lock()
+
+    def send(self, msg):
+        data = json.dumps(msg, ensure_ascii=False, default=repr).encode("utf-8", "surrogatepass")
+        buf = struct.pack(">I", len(data)) + data
+        with self.lock:
+            view = memoryview(buf)
+            while view:
+                n = os.write(self.wfd, view)
+                view = view[n:]
+
+    def _read_exact(self, n):
+        parts = []
+        while n:
+            b = os.read(self.rfd, n)
+            if not b:
+                raise EOFError("channel closed")
+            parts.append(b)
+            n -= len(b)
+        return b"".join(parts)
+
+    def recv(self):
+        (n,) = struct.unpack(">I", self._read_exact(4))
+        if n > MAX_FRAME:
+            raise ValueError("frame too large")
+        return json.loads(self._read_exact(n))
+
+
+# --- one execution -----------------------------------------------------------
+
+def apply_limits(limits):
+    """Lowers this process's limits; hard limits too, so code cannot raise them."""
+    def setlim(which, value):
+        if value is None:
+            return
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            pass
+
+    setlim(resource.RLIMIT_CORE, 0)
+    setlim(resource.RLIMIT_AS, limits.get("memory"))
+    setlim(resource.RLIMIT_FSIZE, limits.get("file_size"))
+    setlim(resource.RLIMIT_NOFILE, limits.get("open_files"))
+    setlim(resource.RLIMIT_NPROC, limits.get("nproc"))
+    cpu = limits.get("cpu_seconds")
+    if cpu:
+        # Soft limit sends SIGXCPU (which the host reports as a timeout); the
+        # hard limit one second later is SIGKILL for code that ignores it.
+        try:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        except (ValueError, OSError):
+            pass
+
+
+class Forwarder(threading.Thread):
+    """Copies one of the code's output pipes to the channel as frames."""
+
+    def __init__(self, chan, stream, rfd):
+        super().__init__(daemon=True)
+        self.chan, self.stream, self.rfd = chan, stream, rfd
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def run(self):
+        try:
+            while True:
+                data = os.read(self.rfd, 65536)
+                text = self.decoder.decode(data, final=not data)
+                if text:
+                    self.chan.send({"type": "output", "stream": self.stream, "data": text})
+                if not data:
+                    return
+        except OSError:
+            return
+
+
+def jsonable(value):
+    """Returns (json_value, True) when value survives a JSON round trip."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None, False
+    return json.loads(text), True
+
+
+def encode_result(value, limit):
+    v, ok = jsonable(value)
+    if ok and len(json.dumps(v)) <= limit:
+        return {"kind": "json", "value": v}
+    try:
+        text = repr(value)
+    except Exception as e:  # a hostile __repr__ must not lose the output
+        text = "<unrepresentable %s: %s>" % (type(value).__name__, e)
+    if len(text) > limit:
+        text = text[:limit] + "... [%d characters dropped]" % (len(text) - limit)
+    return {"kind": "repr", "value": text}
+
+
+def user_traceback(exc):
+    """The traceback with this file's frames removed."""
+    te = traceback.TracebackException.from_exception(exc)
+    me = os.path.abspath(__file__)
+
+    def strip(t):
+        t.stack = traceback.StackSummary.from_list(
+            [f for f in t.stack if os.path.abspath(f.filename) != me])
+        if t.__cause__:
+            strip(t.__cause__)
+        if t.__context__:
+            strip(t.__context__)
+
+    strip(te)
+    return "".join(te.format())
+
+
+def error_of(exc):
+    name = type(exc).__name__
+    if isinstance(exc, MemoryError):
+        name = "MemoryLimit"
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<unprintable>"
+    if isinstance(exc, MemoryError) and not message:
+        message = "the code ran out of its memory limit"
+    return {"type": name, "message": message, "traceback": user_traceback(exc)}
+
+
+def run_cell(code, glb):
+    """Runs code like a notebook cell; returns (has_value, value)."""
+    tree = ast.parse(code, CELL, "exec")
+    linecache.cache[CELL] = (len(code), None, code.splitlines(True), CELL)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    exec(compile(tree, CELL, "exec"), glb)
+    if "result" in glb:
+        return True, glb["result"]
+    if last is not None:
+        return True, eval(compile(last, CELL, "eval"), glb)
+    return False, None
+
+
+def execute(chan, req):
+    """Runs one exec request in this process with fds 1 and 2 captured."""
+    limits = req.get("limits", {})
+    pipes = {}
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        r, w = os.pipe()
+        os.dup2(w, fd)
+        os.close(w)
+        pipes[name] = Forwarder(chan, name, r)
+        pipes[name].start()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
+                                  errors="backslashreplace", line_buffering=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                  errors="backslashreplace", line_buffering=True)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+    sys.argv = [CELL] + list(req.get("args") or [])
+
+    glb = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+    for k, v in (req.get("context") or {}).items():
+        if isinstance(k, str) and k.isidentifier():
+            glb[k] = v
+
+    out = {"type": "result", "ok": True, "error": None}
+    try:
+        has, value = run_cell(req.get("code", ""), glb)
+        if has:
+            out["result"] = encode_result(value, limits.get("result_bytes", 1 << 20))
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            out["ok"] = False
+            out["error"] = {"type": "SystemExit", "message": "exit status %r" % (e.code,),
+                            "traceback": ""}
+    except BaseException as e:
+        out["ok"] = False
+        out["error"] = error_of(e)
+
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    # Close our ends of the output pipes and give the forwarders a moment to
+    # drain; a background process still holding them is killed afterwards.
+    for fd in (1, 2):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    for p in pipes.values():
+        p.join(0.2)
+    chan.send(out)
+
+
+def child_main(chan, limits):
+    os.setsid()
+    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        req = chan.recv()
+        if req.get("type") != "exec":
+            raise ValueError("expected exec frame")
+        req["limits"] = dict(limits, **req.get("limits", {}))
+        apply_limits(req["limits"])
+        execute(chan, req)
+    except BaseException as e:
+        try:
+            chan.send({"type": "result", "ok": False,
+                       "error": {"type": "SandboxError", "message": "runner: %s" % e, "traceback": ""}})
+        except BaseException:
+            pass
+        os._exit(70)
+    os._exit(0)
+
+
+# --- the zygote --------------------------------------------------------------
+
+def kill_others(isolated):
+    """Kills every process left in the sandbox except this one, and reaps."""
+    if not isolated:
+        return True
+    for _ in range(2000):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                pid = -1
+            if pid <= 0:
+                break
+        try:
+            os.kill(-1, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.0005)
+    return False
+
+
+def wipe(path):
+    """Empties a directory the code could write, whatever it did to modes."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return True
+    ok = True
+    for name in names:
+        p = os.path.join(path, name)
+        try:
+            if os.path.isdir(p) and not os.path.islink(p):
+                for root, dirs, _ in os.walk(p):
+                    for d in dirs:
+                        try:
+                            os.chmod(os.path.join(root, d), 0o700)
+                        except OSError:
+                            pass
+                os.chmod(p, 0o700)
+                shutil.rmtree(p)
+            else:
+                os.unlink(p)
+        except OSError:
+            ok = False
+    return ok
+
+
+def zygote(ctl_fd, isolated, scratch):
+    # Not dumpable: the code's processes (same uid) cannot read this one's
+    # memory or descriptors through /proc; ptrace is also denied by seccomp.
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    # Orphans of an execution re-parent here so they can be reaped.
+    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    ctl = socket.socket(fileno=ctl_fd)
+    ctl.send(json.dumps({"type": "ready", "pid": os.getpid()}).encode())
+    fds_size = socket.CMSG_SPACE(struct.calcsize("i"))
+    while True:
+        try:
+            data, anc, _, _ = ctl.recvmsg(65536, fds_size)
+        except OSError:
+            os._exit(0)
+        if not data:
+            os._exit(0)
+        fds = []
+        for level, kind, payload in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.extend(struct.unpack("%di" % (len(payload) // 4), payload[: len(payload) // 4 * 4]))
+        msg = json.loads(data)
+        if msg.get("type") != "spawn" or len(fds) != 1:
+            os._exit(65)
+        pid = os.fork()
+        if pid == 0:
+            ctl.close()
+            chan = Channel(fds[0], fds[0])
+            child_main(chan, msg.get("limits", {}))
+        os.close(fds[0])
+        _, status = os.waitpid(pid, 0)
+        if not isolated:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        clean = kill_others(isolated)
+        for d in scratch:
+            clean = wipe(d) and clean
+        report = {"type": "exited", "pid": pid, "clean": clean}
+        if os.WIFSIGNALED(status):
+            report["signal"] = os.WTERMSIG(status)
+        else:
+            report["status"] = os.WEXITSTATUS(status)
+        ctl.send(json.dumps(report).encode())
+
+
+def oneshot():
+    rfd, wfd = os.dup(0), os.dup(1)
+    chan = Channel(rfd, wfd)
+    child_main(chan, {})
+
+
+def main(argv):
+    scratch = []
+    isolated = "--isolated" in argv
+    if "--scratch" in argv:
+        scratch = argv[argv.index("--scratch") + 1].split(":")
+    if "--zygote" in argv:
+        zygote(int(argv[argv.index("--zygote") + 1]), isolated, scratch)
+    elif "--oneshot" in argv:
+        oneshot()
+    else:
+        sys.stderr.write("usage: codecell_runner.py --zygote FD [--isolated] [--scratch DIRS] | --oneshot\n")
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

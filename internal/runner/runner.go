@@ -1,0 +1,87 @@
+package runner
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+//go:embed python
+var files embed.FS
+
+// Script is the runner's file name inside the installed directory.
+const Script = "codecell_runner.py"
+
+// Install writes the embedded Python files into a directory under root named
+// by their content hash, and returns that directory. An existing complete
+// copy is reused, so concurrent servers and restarts share one. Files are
+// written to a temporary directory first and renamed into place, so a reader
+// never sees a partial install.
+func Install(root string) (string, error) {
+	sum, err := contentHash()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, sum[:16])
+	if _, err := os.Stat(filepath.Join(dir, Script)); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("install runner: %w", err)
+	}
+	tmp, err := os.MkdirTemp(root, ".install-")
+	if err != nil {
+		return "", fmt.Errorf("install runner: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	err = fs.WalkDir(files, "python", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("python", path)
+		target := filepath.Join(tmp, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := files.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err == nil {
+		// The sandbox user is not the owner: everything must be world-readable.
+		err = os.Chmod(tmp, 0o755)
+	}
+	if err != nil {
+		return "", fmt.Errorf("install runner: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, statErr := os.Stat(filepath.Join(dir, Script)); statErr == nil {
+			return dir, nil // another process won the race
+		}
+		return "", fmt.Errorf("install runner: %w", err)
+	}
+	return dir, nil
+}
+
+func contentHash() (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(files, "python", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := files.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", path, len(data))
+		h.Write(data)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil)), err
+}

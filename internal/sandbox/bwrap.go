@@ -1,0 +1,95 @@
+package sandbox
+
+import (
+	"strconv"
+)
+
+// Paths inside a sandbox.
+const (
+	WorkspaceMount = "/workspace" // the namespace's workspace, read-write, the working directory
+	RuntimeMount   = "/codecell"  // codecell's Python files, read-only
+)
+
+// sandboxUID is the unprivileged user the code runs as inside the sandbox.
+const sandboxUID = 65534
+
+// minimalEnv is the whole environment bubblewrap and runsc are started with,
+// so nothing of codecell's own environment (tokens, keys) reaches a sandbox,
+// not even through /proc/1/environ.
+var minimalEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+
+// sandboxEnv is the environment of the code.
+var sandboxEnv = [][2]string{
+	{"PATH", "/usr/local/bin:/usr/bin:/bin"},
+	{"HOME", WorkspaceMount},
+	{"TMPDIR", "/tmp"},
+	{"LANG", "C.UTF-8"},
+	{"PYTHONUNBUFFERED", "1"},
+	{"MPLBACKEND", "Agg"},
+}
+
+// bwrapSpec is everything the bubblewrap command line depends on. Descriptor
+// fields are numbers in the child (3 is the first of ExtraFiles).
+type bwrapSpec struct {
+	Python    string
+	ExtraRO   []string // host directories to expose read-only at the same path
+	CtlFD     int      // control socket of the zygote
+	SeccompFD int      // compiled seccomp program; 0 means none
+	Runtime   string   // directory with the runner, mounted at RuntimeMount
+	Workspace string   // the workspace, mounted at WorkspaceMount
+	TmpSize   int64
+}
+
+// etcFiles are the few host files Python and common libraries read; the rest
+// of /etc (shadow, ssh keys, codecell's config) stays out.
+var etcFiles = []string{
+	"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/certs",
+	"/etc/ca-certificates.conf", "/etc/mime.types", "/etc/python3", "/etc/python3.11",
+}
+
+// bwrapArgs builds the bubblewrap command line of a production sandbox. It is
+// a pure function so the policy can be read and tested as data.
+func bwrapArgs(s bwrapSpec) []string {
+	fd := strconv.Itoa
+	size := strconv.FormatInt(s.TmpSize, 10)
+	uid := strconv.Itoa(sandboxUID)
+	a := []string{
+		"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+		"--unshare-uts", "--unshare-cgroup-try",
+		"--disable-userns",
+		"--die-with-parent", "--new-session",
+		"--uid", uid, "--gid", uid,
+		"--hostname", "codecell",
+		"--cap-drop", "ALL",
+		"--ro-bind", "/usr", "/usr",
+		"--symlink", "usr/bin", "/bin",
+		"--symlink", "usr/sbin", "/sbin",
+		"--symlink", "usr/lib", "/lib",
+		"--symlink", "usr/lib64", "/lib64",
+	}
+	for _, f := range etcFiles {
+		a = append(a, "--ro-bind-try", f, f)
+	}
+	for _, d := range s.ExtraRO {
+		a = append(a, "--ro-bind", d, d)
+	}
+	a = append(a,
+		"--proc", "/proc",
+		"--dev", "/dev",
+		"--size", size, "--tmpfs", "/tmp",
+		"--size", size, "--tmpfs", "/dev/shm",
+		"--ro-bind", s.Runtime, RuntimeMount,
+		"--bind", s.Workspace, WorkspaceMount,
+		"--chdir", WorkspaceMount,
+		"--clearenv",
+	)
+	for _, kv := range sandboxEnv {
+		a = append(a, "--setenv", kv[0], kv[1])
+	}
+	if s.SeccompFD > 0 {
+		a = append(a, "--seccomp", fd(s.SeccompFD))
+	}
+	a = append(a, "--", s.Python, "-I", "-B", RuntimeMount+"/codecell_runner.py",
+		"--zygote", fd(s.CtlFD), "--isolated", "--scratch", "/tmp:/dev/shm")
+	return a
+}

@@ -1,0 +1,26 @@
+// Package sandbox runs Python in an OS-level sandbox with limits, from a warm
+// pool, and speaks the channel protocol with the code.
+//
+// Levels (see SPEC §6):
+//   - development: a plain subprocess with resource limits. No isolation.
+//   - production: bubblewrap (user, PID, network, IPC, UTS, mount and cgroup
+//     namespaces, all capabilities dropped, an unprivileged user, read-only
+//     system directories, a private size-capped /tmp) plus a seccomp filter.
+//   - hardened: the same policy under gVisor (runsc), whose user-space kernel
+//     stands between the code and the host kernel.
+//
+// Warm pool. In development and production a sandbox is a fork server (the
+// zygote): a Python process started ahead of need that never runs user code.
+// Each execution is a fresh child forked from it, with its own channel passed
+// in as a descriptor; after the child exits, the zygote kills every other
+// process in the sandbox and wipes /tmp before it forks again, so executions
+// share nothing but the namespace's workspace, which is meant to persist.
+// Under gVisor descriptors cannot be passed in, so each hardened sandbox runs
+// exactly one execution over its stdin and stdout and is then discarded.
+//
+// What this package does not protect against: bugs in the kernel's allowed
+// system calls (production), bugs in gVisor (hardened), CPU and memory side
+// channels, and anything at all in development. The limits bound resource
+// use per execution; they do not stop code from using what they allow.
+// The package knows nothing of MCP.
+package sandbox

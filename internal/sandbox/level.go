@@ -1,0 +1,108 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Level is an isolation level.
+type Level string
+
+// The isolation levels.
+const (
+	Development Level = "development"
+	Production  Level = "production"
+	Hardened    Level = "hardened"
+)
+
+// Levels lists every level, weakest first.
+var Levels = []Level{Development, Production, Hardened}
+
+// ParseLevel checks a level name.
+func ParseLevel(s string) (Level, error) {
+	for _, l := range Levels {
+		if string(l) == s {
+			return l, nil
+		}
+	}
+	return "", fmt.Errorf("unknown isolation level %q (want development, production or hardened)", s)
+}
+
+// Tool paths. Variables so tests and packagers can point elsewhere.
+var (
+	BwrapPath = "/usr/bin/bwrap"
+	RunscPath = "/usr/bin/runsc"
+)
+
+// ErrUnavailable reports a level that cannot run on this host.
+var ErrUnavailable = errors.New("isolation level unavailable")
+
+// Check reports whether level can run on this host with the given Python, by
+// actually starting the smallest sandbox of that level. The error says why not
+// and what to install.
+func Check(ctx context.Context, level Level, python string) error {
+	if err := checkPython(python); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	switch level {
+	case Development:
+		return probe(ctx, exec.CommandContext(ctx, python, "-I", "-S", "-c", "pass"), "python")
+	case Production:
+		if _, err := os.Stat(BwrapPath); err != nil {
+			return fmt.Errorf("%w: production needs bubblewrap at %s (install it: apt-get install bubblewrap)", ErrUnavailable, BwrapPath)
+		}
+		args := []string{"--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
+			"--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+			"--proc", "/proc", "--dev", "/dev", "--", python, "-I", "-S", "-c", "pass"}
+		cmd := exec.CommandContext(ctx, BwrapPath, args...)
+		cmd.SysProcAttr = sandboxAttr("root")
+		cmd.Env = minimalEnv
+		if err := probe(ctx, cmd, "bubblewrap"); err != nil {
+			return fmt.Errorf("%w (user namespaces must be enabled: sysctl kernel.unprivileged_userns_clone=1 and user.max_user_namespaces > 0)", err)
+		}
+		return nil
+	case Hardened:
+		if _, err := os.Stat(RunscPath); err != nil {
+			return fmt.Errorf("%w: hardened needs gVisor's runsc at %s (install it: apt-get install runsc)", ErrUnavailable, RunscPath)
+		}
+		cmd := exec.CommandContext(ctx, RunscPath, "--network=none", "--ignore-cgroups", "do", python, "-I", "-S", "-c", "pass")
+		cmd.Env = minimalEnv
+		cmd.Dir = "/"
+		return probe(ctx, cmd, "gVisor (runsc)")
+	}
+	return fmt.Errorf("unknown isolation level %q", level)
+}
+
+func checkPython(python string) error {
+	info, err := os.Stat(python)
+	if err != nil {
+		return fmt.Errorf("%w: python %s: %v (install it: apt-get install python3)", ErrUnavailable, python, err)
+	}
+	if info.IsDir() || info.Mode()&0o111 == 0 {
+		return fmt.Errorf("%w: python %s is not an executable file", ErrUnavailable, python)
+	}
+	return nil
+}
+
+func probe(ctx context.Context, cmd *exec.Cmd, what string) error {
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if len(msg) > 300 {
+			msg = msg[:300]
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %s did not start in time", ErrUnavailable, what)
+		}
+		return fmt.Errorf("%w: %s failed to start a sandbox: %v: %s", ErrUnavailable, what, err, msg)
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package sandbox
+
+import (
+	"fmt"
+	"time"
+)
+
+// Limits bound one execution. Zero fields take the defaults of DefaultLimits.
+type Limits struct {
+	Memory    int64         // address space of the code's processes, bytes
+	Pids      int           // processes and threads the code may have at once
+	CPUTime   time.Duration // CPU time of the execution's main process
+	FileSize  int64         // largest file the code may write, bytes
+	OpenFiles int           // descriptors per process
+	Output    int64         // bytes kept of stdout and of stderr, each
+	TmpSize   int64         // size of the private /tmp (and /dev/shm), bytes
+}
+
+// DefaultLimits are the limits used where a field is zero (SPEC §3 defaults).
+var DefaultLimits = Limits{
+	Memory:    512 << 20,
+	Pids:      64,
+	CPUTime:   60 * time.Second,
+	FileSize:  256 << 20,
+	OpenFiles: 256,
+	Output:    1 << 20,
+	TmpSize:   64 << 20,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.Memory > 0 {
+		d.Memory = l.Memory
+	}
+	if l.Pids > 0 {
+		d.Pids = l.Pids
+	}
+	if l.CPUTime > 0 {
+		d.CPUTime = l.CPUTime
+	}
+	if l.FileSize > 0 {
+		d.FileSize = l.FileSize
+	}
+	if l.OpenFiles > 0 {
+		d.OpenFiles = l.OpenFiles
+	}
+	if l.Output > 0 {
+		d.Output = l.Output
+	}
+	if l.TmpSize > 0 {
+		d.TmpSize = l.TmpSize
+	}
+	return d
+}
+
+// floodFactor bounds output: past this many times the Output limit (both
+// streams together) the execution is ended with OutputLimit rather than
+// drained until its timeout.
+const floodFactor = 8
+
+// runnerLimits is what the runner applies to itself with setrlimit after the
+// fork, before it reads any code.
+type runnerLimits struct {
+	Memory      int64 `json:"memory"`
+	FileSize    int64 `json:"file_size"`
+	OpenFiles   int   `json:"open_files"`
+	NProc       int   `json:"nproc"`
+	CPUSeconds  int64 `json:"cpu_seconds"`
+	ResultBytes int64 `json:"result_bytes"`
+}
+
+func (l Limits) forRunner(level Level) runnerLimits {
+	r := runnerLimits{
+		Memory:      l.Memory,
+		FileSize:    l.FileSize,
+		OpenFiles:   l.OpenFiles,
+		CPUSeconds:  int64((l.CPUTime + time.Second - 1) / time.Second),
+		ResultBytes: l.Output,
+	}
+	// RLIMIT_NPROC counts per user: in production that user exists only in
+	// the sandbox's own user namespace, where bwrap's init and the zygote are
+	// the two processes besides the code's. In development it would count
+	// every process of the host user, so it is not set there.
+	if level != Development {
+		r.NProc = l.Pids + 2
+	}
+	return r
+}
+
+func (l Limits) String() string {
+	return fmt.Sprintf("memory=%d pids=%d cpu=%s file=%d files=%d output=%d tmp=%d",
+		l.Memory, l.Pids, l.CPUTime, l.FileSize, l.OpenFiles, l.Output, l.TmpSize)
+}

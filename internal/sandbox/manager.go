@@ -1,0 +1,298 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codecell/codecell/internal/runner"
+)
+
+// Options configure a Manager. Zero values mean the documented defaults.
+type Options struct {
+	Level    Level  // isolation level; required
+	Python   string // interpreter; default /usr/bin/python3
+	Limits   Limits // per-execution limits; zero fields take DefaultLimits
+	StateDir string // where the runner files and sandbox state live; required
+	// PoolSize is how many idle sandboxes are kept warm per workspace;
+	// zero means none (every execution starts one cold).
+	PoolSize int
+	// Seccomp is the compiled seccomp program for production; required there.
+	Seccomp []byte
+	Logger  *slog.Logger // nil means silent
+}
+
+// Manager runs executions in sandboxes and keeps the warm pool. It is safe for
+// concurrent use.
+type Manager struct {
+	opts    Options
+	limits  Limits
+	runtime string   // installed runner directory
+	extraRO []string // host directories to expose read-only (Python outside /usr)
+	log     *slog.Logger
+
+	mu       sync.Mutex // guards the fields below
+	idle     map[string][]sandbox
+	starting map[string]int
+	closed   bool
+	wg       sync.WaitGroup // refill goroutines
+
+	errMu   sync.Mutex
+	errTail bytes.Buffer // the last sandbox stderr, for start errors
+}
+
+// sandbox is one warm sandbox of any level.
+type sandbox interface {
+	// run executes req, filling res, and reports whether the sandbox can
+	// serve another execution.
+	run(ctx context.Context, req *Request, lim Limits, res *Result) (reusable bool)
+	kill()
+	alive() bool
+}
+
+var errTimeout = errors.New("execution timeout")
+
+// New checks the options and prepares a Manager. It does not start
+// sandboxes; Warm does.
+func New(opts Options) (*Manager, error) {
+	if opts.Python == "" {
+		opts.Python = "/usr/bin/python3"
+	}
+	if opts.StateDir == "" {
+		return nil, errors.New("sandbox: StateDir is required")
+	}
+	if opts.Level == Production && len(opts.Seccomp) == 0 {
+		return nil, errors.New("sandbox: production needs a seccomp program")
+	}
+	if _, err := ParseLevel(string(opts.Level)); err != nil {
+		return nil, err
+	}
+	if err := checkPython(opts.Python); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	rt, err := runner.Install(filepath.Join(opts.StateDir, "runtime"))
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{
+		opts:     opts,
+		limits:   opts.Limits.withDefaults(),
+		runtime:  rt,
+		log:      log,
+		idle:     map[string][]sandbox{},
+		starting: map[string]int{},
+	}
+	if real, err := filepath.EvalSymlinks(opts.Python); err == nil && !strings.HasPrefix(real, "/usr/") {
+		// A Python outside /usr (a venv, /opt) needs its prefix visible.
+		m.extraRO = append(m.extraRO, filepath.Dir(filepath.Dir(real)))
+	}
+	return m, nil
+}
+
+// Level returns the isolation level in force.
+func (m *Manager) Level() Level { return m.opts.Level }
+
+// Limits returns the limits in force.
+func (m *Manager) Limits() Limits { return m.limits }
+
+// Exec runs one execution. Everything that can go wrong with the code or the
+// sandbox is reported in the Result, never as a panic or a lost server.
+func (m *Manager) Exec(ctx context.Context, req Request) *Result {
+	start := time.Now()
+	res := &Result{Isolation: m.opts.Level}
+	defer func() { res.Duration = time.Since(start) }()
+	if req.Timeout <= 0 {
+		req.Timeout = 30 * time.Second
+	}
+	if err := prepareWorkspace(req.Workspace); err != nil {
+		res.Error = failure(ErrSandbox, "%v", err)
+		return res
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, req.Timeout, errTimeout)
+	defer cancel()
+
+	sb, err := m.get(ctx, req.Workspace)
+	if err != nil {
+		if errors.Is(context.Cause(ctx), errTimeout) {
+			res.Error = failure(ErrTimeout, "no sandbox could be started within the %s timeout: %v", req.Timeout, err)
+		} else {
+			res.Error = failure(ErrSandbox, "%v", err)
+		}
+		return res
+	}
+	if sb.run(ctx, &req, m.limits, res) {
+		m.put(req.Workspace, sb)
+	} else {
+		sb.kill()
+	}
+	m.refill(req.Workspace)
+	return res
+}
+
+// Warm fills the pool for workspace in the background.
+func (m *Manager) Warm(workspace string) {
+	if err := prepareWorkspace(workspace); err != nil {
+		m.log.Warn("warm pool", "error", err)
+		return
+	}
+	m.refill(workspace)
+}
+
+// Idle reports how many warm sandboxes wait for workspace.
+func (m *Manager) Idle(workspace string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.idle[workspace])
+}
+
+// Close kills every idle sandbox and waits for refills to stop.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	var all []sandbox
+	for ws, list := range m.idle {
+		all = append(all, list...)
+		delete(m.idle, ws)
+	}
+	m.mu.Unlock()
+	for _, sb := range all {
+		sb.kill()
+	}
+	m.wg.Wait()
+	m.mu.Lock()
+	for ws, list := range m.idle {
+		for _, sb := range list {
+			sb.kill()
+		}
+		delete(m.idle, ws)
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *Manager) get(ctx context.Context, workspace string) (sandbox, error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, errors.New("sandbox manager is closed")
+	}
+	for list := m.idle[workspace]; len(list) > 0; list = m.idle[workspace] {
+		sb := list[len(list)-1]
+		m.idle[workspace] = list[:len(list)-1]
+		if sb.alive() {
+			m.mu.Unlock()
+			return sb, nil
+		}
+		go sb.kill()
+	}
+	m.mu.Unlock()
+	return m.start(ctx, workspace)
+}
+
+func (m *Manager) put(workspace string, sb sandbox) {
+	m.mu.Lock()
+	if m.closed || len(m.idle[workspace]) >= max(m.opts.PoolSize, 1) {
+		m.mu.Unlock()
+		sb.kill()
+		return
+	}
+	m.idle[workspace] = append(m.idle[workspace], sb)
+	m.mu.Unlock()
+}
+
+// refill starts sandboxes in the background until PoolSize wait idle.
+func (m *Manager) refill(workspace string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	need := m.opts.PoolSize - len(m.idle[workspace]) - m.starting[workspace]
+	for i := 0; i < need; i++ {
+		m.starting[workspace]++
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*startTimeout)
+			sb, err := m.start(ctx, workspace)
+			cancel()
+			m.mu.Lock()
+			m.starting[workspace]--
+			m.mu.Unlock()
+			if err != nil {
+				m.log.Warn("warm pool: start sandbox", "level", m.opts.Level, "error", err)
+				return
+			}
+			m.put(workspace, sb)
+		}()
+	}
+}
+
+func (m *Manager) start(ctx context.Context, workspace string) (sandbox, error) {
+	if m.opts.Level == Hardened {
+		return m.startGVisor(ctx, workspace)
+	}
+	return m.startZygote(ctx, workspace)
+}
+
+// prepareWorkspace makes sure the workspace exists and that the sandbox user
+// can write it.
+func prepareWorkspace(dir string) error {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return fmt.Errorf("workspace %q is not an absolute path", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	if os.Geteuid() == 0 {
+		// The sandbox user may be nobody on the host (see HostUser).
+		if err := os.Chown(dir, sandboxUID, sandboxUID); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+	}
+	return nil
+}
+
+// stderrSink collects the tail of what sandboxes print on their own stderr
+// (bubblewrap's or Python's start-up errors) for error messages and the log.
+func (m *Manager) stderrSink() io.Writer { return tailWriter{m} }
+
+type tailWriter struct{ m *Manager }
+
+func (t tailWriter) Write(p []byte) (int, error) {
+	t.m.errMu.Lock()
+	defer t.m.errMu.Unlock()
+	t.m.errTail.Write(p)
+	if t.m.errTail.Len() > 4096 {
+		tail := append([]byte{}, t.m.errTail.Bytes()[t.m.errTail.Len()-2048:]...)
+		t.m.errTail.Reset()
+		t.m.errTail.Write(tail)
+	}
+	t.m.log.Debug("sandbox stderr", "text", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func (m *Manager) lastStderr() string {
+	m.errMu.Lock()
+	defer m.errMu.Unlock()
+	s := strings.TrimSpace(m.errTail.String())
+	if s == "" {
+		return ""
+	}
+	if i := strings.LastIndex(s, "\n"); i >= 0 && len(s)-i < 400 {
+		s = s[i+1:]
+	}
+	return ": " + s
+}

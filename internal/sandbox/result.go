@@ -1,0 +1,111 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Error types that are not Python exception names (SPEC §4.1).
+const (
+	ErrTimeout       = "Timeout"
+	ErrMemoryLimit   = "MemoryLimit"
+	ErrOutputLimit   = "OutputLimit"
+	ErrToolCallLimit = "ToolCallLimit"
+	ErrKilled        = "Killed"
+	ErrSandbox       = "SandboxError"
+)
+
+// Request is one execution.
+type Request struct {
+	Workspace string         // host directory mounted read-write as the working directory
+	Code      string         // Python source
+	Context   map[string]any // JSON values bound as globals before the code runs
+	Args      []string       // sys.argv[1:]
+	Timeout   time.Duration  // wall clock for the whole execution; zero means 30s
+}
+
+// Result is the outcome of one execution. Failures of the code, limits and
+// sandbox faults are all Results with OK false; Exec itself never fails.
+type Result struct {
+	OK        bool          `json:"ok"`
+	Stdout    string        `json:"stdout"`
+	Stderr    string        `json:"stderr"`
+	Truncated Truncated     `json:"truncated"`
+	Result    any           `json:"result"`
+	Error     *ExecError    `json:"error"`
+	Duration  time.Duration `json:"-"`
+	Isolation Level         `json:"isolation"`
+}
+
+// Truncated says which output streams were cut at the output limit.
+type Truncated struct {
+	Stdout bool `json:"stdout"`
+	Stderr bool `json:"stderr"`
+}
+
+// ExecError describes why an execution failed.
+type ExecError struct {
+	Type      string `json:"type"`
+	Message   string `json:"message"`
+	Traceback string `json:"traceback"`
+}
+
+func failure(typ, format string, args ...any) *ExecError {
+	return &ExecError{Type: typ, Message: fmt.Sprintf(format, args...)}
+}
+
+// capture keeps the first limit bytes of a stream and counts the rest.
+type capture struct {
+	limit   int64
+	buf     strings.Builder
+	dropped int64
+}
+
+func (c *capture) add(s string) {
+	room := c.limit - int64(c.buf.Len())
+	if room >= int64(len(s)) {
+		c.buf.WriteString(s)
+		return
+	}
+	if room > 0 {
+		cut := int(room)
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		c.buf.WriteString(s[:cut])
+		s = s[cut:]
+	}
+	c.dropped += int64(len(s))
+}
+
+func (c *capture) text() string {
+	if c.dropped == 0 {
+		return c.buf.String()
+	}
+	return c.buf.String() + fmt.Sprintf("\n[codecell: output truncated, %d more bytes dropped]", c.dropped)
+}
+
+// resultFrame is the runner's "result" frame.
+type resultFrame struct {
+	OK     bool       `json:"ok"`
+	Error  *ExecError `json:"error"`
+	Result *struct {
+		Kind  string          `json:"kind"`
+		Value json.RawMessage `json:"value"`
+	} `json:"result"`
+}
+
+// value decodes the result: JSON values as themselves, others as their repr.
+func (f *resultFrame) value() any {
+	if f.Result == nil {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(f.Result.Value, &v); err != nil {
+		return nil
+	}
+	return v
+}

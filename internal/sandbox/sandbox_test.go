@@ -1,0 +1,98 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codecell/codecell/internal/seccomp"
+)
+
+const python = "/usr/bin/python3"
+
+// newTestManager returns a manager for level, or skips when the host cannot
+// run that level (make test installs everything, so CI runs them all).
+func newTestManager(t testing.TB, level Level, lim Limits, pool int) (*Manager, string) {
+	t.Helper()
+	if err := Check(context.Background(), level, python); err != nil {
+		t.Skipf("level %s unavailable here: %v", level, err)
+	}
+	prog, err := seccomp.Program()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Options{Level: level, Python: python, Limits: lim, StateDir: t.TempDir(), PoolSize: pool, Seccomp: prog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	ws := t.TempDir()
+	os.Chmod(ws, 0o755)
+	return m, ws
+}
+
+func exec1(t testing.TB, m *Manager, ws, code string, timeout time.Duration) *Result {
+	t.Helper()
+	return m.Exec(context.Background(), Request{Workspace: ws, Code: code, Timeout: timeout})
+}
+
+func TestBasics(t *testing.T) {
+	for _, level := range []Level{Development, Production} {
+		t.Run(string(level), func(t *testing.T) {
+			m, ws := newTestManager(t, level, Limits{}, 1)
+			tests := []struct {
+				name, code     string
+				ok             bool
+				stdout, stderr string
+				result         any
+				errType        string
+			}{
+				{name: "print", code: "print(1)", ok: true, stdout: "1\n"},
+				{name: "last expression", code: "x = 20\nx + 22", ok: true, result: float64(42)},
+				{name: "result variable wins", code: "result = {'a': [1, 2]}\n'ignored'", ok: true, result: map[string]any{"a": []any{float64(1), float64(2)}}},
+				{name: "repr of non-JSON", code: "{1, 2}", ok: true, result: "{1, 2}"},
+				{name: "stderr", code: "import sys; sys.stderr.write('oops\\n')", ok: true, stderr: "oops\n"},
+				{name: "exception", code: "def f():\n    1/0\nf()", errType: "ZeroDivisionError"},
+				{name: "syntax error", code: "def (", errType: "SyntaxError"},
+				{name: "sys.exit(3)", code: "import sys; sys.exit(3)", errType: "SystemExit"},
+				{name: "os._exit", code: "import os; os._exit(4)", errType: "SystemExit"},
+				{name: "subprocess output", code: "import subprocess; subprocess.run(['/usr/bin/echo', 'hi'])", ok: true, stdout: "hi\n"},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					r := exec1(t, m, ws, tt.code, 20*time.Second)
+					if r.OK != tt.ok {
+						t.Fatalf("ok = %v, error %+v", r.OK, r.Error)
+					}
+					if tt.errType != "" && (r.Error == nil || r.Error.Type != tt.errType) {
+						t.Fatalf("error = %+v, want type %s", r.Error, tt.errType)
+					}
+					if r.Stdout != tt.stdout || r.Stderr != tt.stderr {
+						t.Fatalf("stdout %q stderr %q, want %q %q", r.Stdout, r.Stderr, tt.stdout, tt.stderr)
+					}
+					if tt.result != nil && !equalJSON(r.Result, tt.result) {
+						t.Fatalf("result = %#v, want %#v", r.Result, tt.result)
+					}
+				})
+			}
+			t.Run("traceback shows user code only", func(t *testing.T) {
+				r := exec1(t, m, ws, "def f():\n    raise ValueError('bad')\nf()", 20*time.Second)
+				if r.Error == nil || !strings.Contains(r.Error.Traceback, "raise ValueError('bad')") || strings.Contains(r.Error.Traceback, "codecell_runner") {
+					t.Fatalf("traceback: %+v", r.Error)
+				}
+			})
+			t.Run("context", func(t *testing.T) {
+				r := m.Exec(context.Background(), Request{Workspace: ws, Code: "n * 2", Context: map[string]any{"n": 21}, Timeout: 20 * time.Second})
+				if !r.OK || !equalJSON(r.Result, float64(42)) {
+					t.Fatalf("%+v", r)
+				}
+			})
+		})
+	}
+}
+
+func equalJSON(a, b any) bool {
+	return strings.TrimSpace(toJSON(a)) == strings.TrimSpace(toJSON(b))
+}

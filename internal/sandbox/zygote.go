@@ -1,0 +1,325 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// zygote is a warm fork server: one sandbox (or, in development, one plain
+// process) that forks a fresh child for each execution. It runs one
+// execution at a time; it is owned by the pool while idle and by one Exec
+// while busy.
+type zygote struct {
+	level Level
+	cmd   *exec.Cmd
+	ctl   *net.UnixConn
+	msgs  chan ctlMsg   // from the zygote; closed when the control socket ends
+	done  chan struct{} // closed when the process has been waited for
+	once  sync.Once
+}
+
+// ctlMsg is a message on the control socket.
+type ctlMsg struct {
+	Type   string `json:"type"`
+	Pid    int    `json:"pid"`
+	Clean  bool   `json:"clean"`
+	Status *int   `json:"status"`
+	Signal *int   `json:"signal"`
+}
+
+type spawnMsg struct {
+	Type   string       `json:"type"`
+	Limits runnerLimits `json:"limits"`
+}
+
+// startTimeout bounds how long a sandbox may take to report ready.
+const startTimeout = 20 * time.Second
+
+// startZygote starts a fork server for workspace and waits until it is ready.
+func (m *Manager) startZygote(ctx context.Context, workspace string) (*zygote, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	hostEnd := os.NewFile(uintptr(fds[0]), "ctl")
+	childEnd := os.NewFile(uintptr(fds[1]), "ctl-child")
+	defer childEnd.Close()
+	conn, err := net.FileConn(hostEnd)
+	hostEnd.Close()
+	if err != nil {
+		childEnd.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+
+	var cmd *exec.Cmd
+	var extra []*os.File
+	switch m.opts.Level {
+	case Development:
+		cmd = exec.Command(m.opts.Python, "-I", "-B", filepath.Join(m.runtime, "codecell_runner.py"),
+			"--zygote", "3")
+		cmd.Dir = workspace
+		cmd.Env = append([]string{}, minimalEnv...)
+		cmd.Env = append(cmd.Env, "HOME="+workspace, "LANG=C.UTF-8", "PYTHONUNBUFFERED=1", "MPLBACKEND=Agg")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		extra = []*os.File{childEnd}
+	case Production:
+		seccompFile, err := m.seccompPipe()
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		defer seccompFile.Close()
+		extra = []*os.File{childEnd, seccompFile}
+		cmd = exec.Command(BwrapPath, bwrapArgs(bwrapSpec{
+			Python:    m.opts.Python,
+			ExtraRO:   m.extraRO,
+			CtlFD:     3,
+			SeccompFD: 4,
+			Runtime:   m.runtime,
+			Workspace: workspace,
+			TmpSize:   m.limits.TmpSize,
+		})...)
+		cmd.Env = minimalEnv
+		cmd.Dir = "/"
+		cmd.SysProcAttr = sandboxAttr(m.HostUser(workspace))
+	default:
+		conn.Close()
+		return nil, fmt.Errorf("level %s has no fork server", m.opts.Level)
+	}
+	cmd.ExtraFiles = extra
+	cmd.Stdin = nil
+	cmd.Stdout = nil
+	cmd.Stderr = m.stderrSink()
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("start %s sandbox: %w", m.opts.Level, err)
+	}
+	z := &zygote{
+		level: m.opts.Level,
+		cmd:   cmd,
+		ctl:   conn.(*net.UnixConn),
+		msgs:  make(chan ctlMsg, 4),
+		done:  make(chan struct{}),
+	}
+	go func() {
+		cmd.Wait()
+		close(z.done)
+	}()
+	go z.readControl()
+
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	select {
+	case msg, ok := <-z.msgs:
+		if ok && msg.Type == "ready" {
+			return z, nil
+		}
+		z.kill()
+		return nil, fmt.Errorf("start %s sandbox: it exited before it was ready%s", m.opts.Level, m.lastStderr())
+	case <-timer.C:
+		z.kill()
+		return nil, fmt.Errorf("start %s sandbox: not ready after %s", m.opts.Level, startTimeout)
+	case <-ctx.Done():
+		z.kill()
+		return nil, ctx.Err()
+	}
+}
+
+// seccompPipe returns a pipe holding the compiled seccomp program, for
+// bubblewrap's --seccomp. The program is a few KiB, well under a pipe buffer.
+func (m *Manager) seccompPipe() (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("seccomp pipe: %w", err)
+	}
+	defer w.Close()
+	if _, err := w.Write(m.opts.Seccomp); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("seccomp pipe: %w", err)
+	}
+	return r, nil
+}
+
+// HostUser says which host user the sandbox's user maps to for workspace.
+// When codecell runs as root, bubblewrap is started as nobody so the code's
+// user is nobody on the host too; bubblewrap resolves its bind sources by
+// path as that user, so this needs the runner and workspace directories to be
+// reachable by nobody (every parent searchable). Where they are not (the
+// default data dir under /root is 0700), bubblewrap runs as root and the
+// sandbox user maps to host root, still with no capabilities in any
+// namespace but its own; doctor reports it.
+func (m *Manager) HostUser(workspace string) string {
+	if os.Geteuid() != 0 {
+		return "current"
+	}
+	if reachable(m.runtime, sandboxUID) && reachable(workspace, sandboxUID) {
+		return "nobody"
+	}
+	return "root"
+}
+
+// reachable reports whether every directory above path is searchable by uid
+// (through its owner or other bits; groups are not considered).
+func reachable(path string, uid uint32) bool {
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		info, err := os.Stat(dir)
+		if err != nil {
+			return false
+		}
+		st, ok := info.Sys().(*syscall.Stat_t)
+		if !ok {
+			return false
+		}
+		if !(info.Mode().Perm()&0o001 != 0 || (st.Uid == uid && info.Mode().Perm()&0o100 != 0)) {
+			return false
+		}
+		if dir == "/" {
+			return true
+		}
+	}
+}
+
+// sandboxAttr starts bubblewrap in its own process group, killed if codecell
+// dies, as the host user HostUser chose.
+func sandboxAttr(hostUser string) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if hostUser == "nobody" {
+		attr.Credential = &syscall.Credential{Uid: sandboxUID, Gid: sandboxUID, Groups: []uint32{}}
+	}
+	return attr
+}
+
+func (z *zygote) readControl() {
+	defer close(z.msgs)
+	buf := make([]byte, 4096)
+	for {
+		n, err := z.ctl.Read(buf)
+		if err != nil || n == 0 {
+			return
+		}
+		var msg ctlMsg
+		if json.Unmarshal(buf[:n], &msg) != nil {
+			return // a zygote that speaks garbage is treated as dead
+		}
+		z.msgs <- msg
+	}
+}
+
+// kill ends the whole sandbox: bubblewrap's process group, and with it the
+// PID namespace (its init dies with its parent, and every process in the
+// namespace with its init). In development it kills the zygote's group; a
+// child that left it with setsid is outside this reach, which is one reason
+// development is not isolation.
+func (z *zygote) kill() {
+	z.once.Do(func() {
+		if z.cmd.Process != nil {
+			syscall.Kill(-z.cmd.Process.Pid, syscall.SIGKILL)
+		}
+		z.ctl.Close()
+	})
+	select {
+	case <-z.done:
+	case <-time.After(3 * time.Second):
+	}
+}
+
+func (z *zygote) alive() bool {
+	select {
+	case <-z.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// run executes one request in a fresh child. It reports whether the zygote
+// may serve another execution.
+func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result) (reusable bool) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		res.Error = failure(ErrSandbox, "channel socket: %v", err)
+		return true
+	}
+	unix.SetNonblock(fds[0], true)
+	hostEnd := os.NewFile(uintptr(fds[0]), "chan")
+	childEnd := os.NewFile(uintptr(fds[1]), "chan-child")
+	defer hostEnd.Close()
+
+	spawn, _ := json.Marshal(spawnMsg{Type: "spawn", Limits: lim.forRunner(z.level)})
+	_, _, err = z.ctl.WriteMsgUnix(spawn, unix.UnixRights(int(childEnd.Fd())), nil)
+	childEnd.Close()
+	if err != nil {
+		res.Error = failure(ErrSandbox, "the sandbox is gone: %v", err)
+		return false
+	}
+
+	x := newExchange(lim)
+	exchanged := make(chan bool, 1)
+	go func() {
+		exchanged <- x.run(hostEnd, hostEnd, execFrame{
+			Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args,
+			Limits: lim.forRunner(z.level),
+		}, lim)
+	}()
+
+	var exit exitInfo
+	clean, gotExit, gotChannelEnd := false, false, false
+	for !(gotExit && gotChannelEnd) {
+		select {
+		case fault := <-exchanged:
+			gotChannelEnd = true
+			if fault {
+				z.kill()
+			}
+		case msg, ok := <-z.msgs:
+			if !ok {
+				// The zygote died (killed by the code, or by the kernel):
+				// end whatever is left of the sandbox.
+				gotExit = true
+				z.kill()
+				if !gotChannelEnd {
+					hostEnd.Close()
+				}
+				continue
+			}
+			if msg.Type != "exited" {
+				continue
+			}
+			gotExit, clean = true, msg.Clean
+			exit.known = true
+			if msg.Signal != nil {
+				exit.signal = *msg.Signal
+			}
+			if msg.Status != nil {
+				exit.status = *msg.Status
+			}
+		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), errTimeout) {
+				res.Error = failure(ErrTimeout, "the code ran longer than its %s timeout and was stopped", req.Timeout)
+			} else {
+				res.Error = failure(ErrKilled, "the execution was cancelled: %v", context.Cause(ctx))
+			}
+			z.kill()
+			hostEnd.Close()
+			if !gotChannelEnd {
+				<-exchanged
+			}
+			x.finish(res, exit, lim)
+			return false
+		}
+	}
+	x.finish(res, exit, lim)
+	return clean && x.fault == nil && z.alive()
+}

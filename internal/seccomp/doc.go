@@ -1,0 +1,32 @@
+// Package seccomp builds the seccomp filter that codecell's production sandbox
+// hands to bubblewrap (bwrap --seccomp FD).
+//
+// The filter is allow-by-default: the sandboxed Python may make any system
+// call except those listed by [Rules], which fail with EPERM (ENOSYS for
+// clone3), so that Python raises a clean PermissionError instead of dying.
+// A call made through a foreign system call ABI (i386 via int 0x80 on amd64,
+// AArch32 on arm64) kills the process, and x32 calls on amd64 fail with ENOSYS,
+// because the rules are written for the native ABI's numbers only.
+//
+// Arguments are compared on their low 32 bits only, because that is all the
+// kernel reads of the arguments the filter inspects (int, unsigned int, and
+// clone's flags); comparing all 64 bits, as generic filter compilers do,
+// lets a caller slip past a rule by setting the high bits (CVE-2019-10063).
+//
+// # What the filter does not protect against
+//
+// The filter removes kernel attack surface that untrusted Python has no use
+// for; it is one layer of the sandbox, not the sandbox. It does not protect
+// against:
+//
+//   - bugs in the kernel reachable through the many system calls it allows
+//     (read, write, mmap, futex, the file system, sockets of allowed kinds);
+//   - side channels (timing, caches, speculative execution);
+//   - resource exhaustion (memory, processes, CPU, disk): the sandbox's
+//     cgroup and rlimit settings handle that;
+//   - what the process can reach through the calls it is allowed: files,
+//     network and other processes are confined by bubblewrap's namespaces,
+//     mounts and dropped capabilities, not by this filter;
+//   - anything done before the filter is installed, or by processes outside
+//     the sandbox.
+package seccomp
