@@ -116,7 +116,7 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 	if req.Timeout <= 0 {
 		req.Timeout = 30 * time.Second
 	}
-	if err := prepareWorkspace(req.Workspace); err != nil {
+	if err := m.prepareWorkspace(req.Workspace); err != nil {
 		res.Error = failure(ErrSandbox, "%v", err)
 		return res
 	}
@@ -143,7 +143,7 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 
 // Warm fills the pool for workspace in the background.
 func (m *Manager) Warm(workspace string) {
-	if err := prepareWorkspace(workspace); err != nil {
+	if err := m.prepareWorkspace(workspace); err != nil {
 		m.log.Warn("warm pool", "error", err)
 		return
 	}
@@ -249,16 +249,21 @@ func (m *Manager) start(ctx context.Context, workspace string) (sandbox, error) 
 
 // prepareWorkspace makes sure the workspace exists and that the sandbox user
 // can write it.
-func prepareWorkspace(dir string) error {
+func (m *Manager) prepareWorkspace(dir string) error {
 	if dir == "" || !filepath.IsAbs(dir) {
 		return fmt.Errorf("workspace %q is not an absolute path", dir)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	if os.Geteuid() == 0 {
-		// The sandbox user may be nobody on the host (see HostUser).
-		if err := os.Chown(dir, sandboxUID, sandboxUID); err != nil {
+	if os.Geteuid() == 0 && m.opts.Level != Development {
+		// The directory belongs to whichever host user the sandbox's user
+		// maps to (see HostUser).
+		owner := 0
+		if m.HostUser(dir) == "nobody" {
+			owner = sandboxUID
+		}
+		if err := os.Chown(dir, owner, owner); err != nil {
 			return fmt.Errorf("workspace: %w", err)
 		}
 	}

@@ -54,7 +54,6 @@ func (m *Manager) startZygote(ctx context.Context, workspace string) (*zygote, e
 	}
 	hostEnd := os.NewFile(uintptr(fds[0]), "ctl")
 	childEnd := os.NewFile(uintptr(fds[1]), "ctl-child")
-	defer childEnd.Close()
 	conn, err := net.FileConn(hostEnd)
 	hostEnd.Close()
 	if err != nil {
@@ -76,10 +75,10 @@ func (m *Manager) startZygote(ctx context.Context, workspace string) (*zygote, e
 	case Production:
 		seccompFile, err := m.seccompPipe()
 		if err != nil {
+			childEnd.Close()
 			conn.Close()
 			return nil, err
 		}
-		defer seccompFile.Close()
 		extra = []*os.File{childEnd, seccompFile}
 		cmd = exec.Command(BwrapPath, bwrapArgs(bwrapSpec{
 			Python:    m.opts.Python,
@@ -94,6 +93,7 @@ func (m *Manager) startZygote(ctx context.Context, workspace string) (*zygote, e
 		cmd.Dir = "/"
 		cmd.SysProcAttr = sandboxAttr(m.HostUser(workspace))
 	default:
+		childEnd.Close()
 		conn.Close()
 		return nil, fmt.Errorf("level %s has no fork server", m.opts.Level)
 	}
@@ -102,7 +102,13 @@ func (m *Manager) startZygote(ctx context.Context, workspace string) (*zygote, e
 	cmd.Stdout = nil
 	cmd.Stderr = m.stderrSink()
 	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	// Our copies of the child's descriptors must go now: the control socket
+	// only reports EOF (a sandbox that died starting) once they are closed.
+	for _, f := range extra {
+		f.Close()
+	}
+	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("start %s sandbox: %w", m.opts.Level, err)
 	}
@@ -164,15 +170,17 @@ func (m *Manager) HostUser(workspace string) string {
 	if os.Geteuid() != 0 {
 		return "current"
 	}
-	if reachable(m.runtime, sandboxUID) && reachable(workspace, sandboxUID) {
+	if Reachable(m.runtime) && Reachable(workspace) {
 		return "nobody"
 	}
 	return "root"
 }
 
-// reachable reports whether every directory above path is searchable by uid
-// (through its owner or other bits; groups are not considered).
-func reachable(path string, uid uint32) bool {
+// Reachable reports whether every directory above path is searchable by the
+// sandbox's host user, nobody (through owner or other bits; groups are not
+// considered).
+func Reachable(path string) bool {
+	const uid = sandboxUID
 	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
 		info, err := os.Stat(dir)
 		if err != nil {

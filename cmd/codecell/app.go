@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/codecell/codecell/internal/config"
+	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/seccomp"
+	"github.com/codecell/codecell/internal/server"
+)
+
+// app is what serve and exec share: the config, the data dir, the sandbox
+// manager and the MCP server.
+type app struct {
+	cfg     *config.Config
+	dataDir string
+	log     *slog.Logger
+	sandbox *sandbox.Manager
+	server  *server.Server
+}
+
+// loadConfig finds, reads and validates the config, and resolves the data dir.
+func (g *globals) loadConfig() (*config.Config, string, error) {
+	path, err := config.Find(g.configFlag, os.Getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg, err := config.Load(path, os.Getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	dataDir, err := config.DataDir(g.dataDirFlag, os.Getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	return cfg, dataDir, nil
+}
+
+// newApp loads everything and checks that the configured isolation level can
+// run here; if it cannot, nothing starts.
+func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error) (*app, error) {
+	log, err := g.logger()
+	if err != nil {
+		return nil, err
+	}
+	cfg, dataDir, err := g.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	if mutate != nil {
+		if err := mutate(cfg); err != nil {
+			return nil, err
+		}
+	}
+	level, err := sandbox.ParseLevel(cfg.Sandbox.Isolation)
+	if err != nil {
+		return nil, err
+	}
+	if err := sandbox.Check(ctx, level, cfg.Sandbox.Python); err != nil {
+		return nil, fmt.Errorf("isolation level %s cannot run on this host: %w", level, err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	var prog []byte
+	if level == sandbox.Production {
+		if prog, err = seccomp.Program(); err != nil {
+			return nil, fmt.Errorf("isolation level production cannot run on this host: %w", err)
+		}
+	}
+	sb := cfg.Sandbox
+	mgr, err := sandbox.New(sandbox.Options{
+		Level:  level,
+		Python: sb.Python,
+		Limits: sandbox.Limits{
+			Memory: sb.Memory, Pids: sb.Pids, CPUTime: sb.CPUTime, FileSize: sb.FileSize,
+			OpenFiles: sb.OpenFiles, Output: sb.Output, TmpSize: sb.TmpSize,
+		},
+		StateDir: filepath.Join(dataDir, "state"),
+		PoolSize: sb.Pool,
+		Seccomp:  prog,
+		Logger:   log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.New(server.Options{Config: cfg, Executor: mgr, DataDir: dataDir, Version: version, Logger: log})
+	if err != nil {
+		mgr.Close()
+		return nil, err
+	}
+	if level == sandbox.Development {
+		log.Warn("isolation level development: code runs as a plain subprocess with limits only, not in a sandbox")
+	}
+	return &app{cfg: cfg, dataDir: dataDir, log: log, sandbox: mgr, server: srv}, nil
+}
+
+func (a *app) close() { a.sandbox.Close() }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/codecell/codecell/internal/config"
+	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/seccomp"
+	"github.com/codecell/codecell/internal/server"
+)
+
+func runDoctor(ctx context.Context, g *globals, args []string) error {
+	fs := g.flags()
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, dataDir, err := g.loadConfig()
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
+	defer w.Flush()
+	file := cfg.File
+	if file == "" {
+		file = "(none: defaults)"
+	}
+	fmt.Fprintf(w, "config\t%s\n", file)
+	fmt.Fprintf(w, "data dir\t%s\n", dataDir)
+	fmt.Fprintf(w, "python\t%s\n", pythonVersion(ctx, cfg.Sandbox.Python))
+
+	configured, _ := sandbox.ParseLevel(cfg.Sandbox.Isolation)
+	var configuredErr error
+	for _, level := range sandbox.Levels {
+		err := sandbox.Check(ctx, level, cfg.Sandbox.Python)
+		if err == nil && level == sandbox.Production {
+			if _, serr := seccomp.Program(); serr != nil {
+				err = serr
+			}
+		}
+		mark := ""
+		if level == configured {
+			mark = " (configured)"
+			configuredErr = err
+		}
+		switch {
+		case err != nil:
+			fmt.Fprintf(w, "isolation %s%s\tUNAVAILABLE: %v\n", level, mark, err)
+		case level == sandbox.Development:
+			fmt.Fprintf(w, "isolation %s%s\tok: plain subprocess with limits, NO isolation\n", level, mark)
+		default:
+			fmt.Fprintf(w, "isolation %s%s\tok\n", level, mark)
+		}
+	}
+	rules := seccomp.Rules()
+	names := make([]string, 0, len(rules))
+	for _, r := range rules {
+		names = append(names, r.Syscall)
+	}
+	fmt.Fprintf(w, "seccomp\t%d rules (denies %s, ...)\n", len(rules), strings.Join(names[:min(6, len(names))], ", "))
+	fmt.Fprintf(w, "cgroups\t%s\n", cgroupState())
+	if os.Geteuid() == 0 {
+		ws := server.WorkspaceDir(dataDir, server.DefaultNamespace)
+		user := "nobody (uid 65534)"
+		if !sandbox.Reachable(ws) {
+			user = "root (the data dir is not reachable by uid 65534; use a --data-dir under a world-searchable path, e.g. /var/lib/codecell, to map it to nobody)"
+		}
+		fmt.Fprintf(w, "sandbox user on host\t%s\n", user)
+	}
+	sb := cfg.Sandbox
+	fmt.Fprintf(w, "limits\tmemory %d MiB, pids %d, cpu %s, timeout %s (max %s), output %d KiB, /tmp %d MiB, file %d MiB, open files %d, pool %d\n",
+		sb.Memory>>20, sb.Pids, sb.CPUTime, sb.Timeout, sb.MaxTimeout, sb.Output>>10, sb.TmpSize>>20, sb.FileSize>>20, sb.OpenFiles, sb.Pool)
+
+	servers := make([]string, 0, len(cfg.MCPServers))
+	for name := range cfg.MCPServers {
+		servers = append(servers, name)
+	}
+	sort.Strings(servers)
+	for _, name := range servers {
+		fmt.Fprintf(w, "upstream %s\tconfigured, NOT CONNECTED: upstream MCP servers are not active in this version\n", name)
+	}
+	fmt.Fprintf(w, "not active yet\t%s: validated, not yet acted on by this version\n", strings.Join(inactiveKeys(cfg), ", "))
+	w.Flush()
+	if configuredErr != nil {
+		return fmt.Errorf("the configured isolation level %s cannot run here: %v", configured, configuredErr)
+	}
+	return nil
+}
+
+func pythonVersion(ctx context.Context, python string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, python, "-I", "-S", "-c", "import sys; print(sys.version.split()[0])").Output()
+	if err != nil {
+		return fmt.Sprintf("%s: UNUSABLE: %v", python, err)
+	}
+	return fmt.Sprintf("%s (Python %s)", python, strings.TrimSpace(string(out)))
+}
+
+func cgroupState() string {
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return "v2 present (limits use rlimits: address space, processes, CPU, file size, open files)"
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil {
+		return "v1 present (limits use rlimits: address space, processes, CPU, file size, open files)"
+	}
+	return "none (limits use rlimits)"
+}
+
+// inactiveKeys lists config keys that are validated but not yet acted on by
+// this version, so doctor says so rather than pretend.
+func inactiveKeys(cfg *config.Config) []string {
+	keys := []string{"policy", "pii", "http.tokens", "sessions", "sandbox.workspaceQuota",
+		"sandbox.maxToolCalls", "sandbox.network.allow", "sandbox.wheelhouse"}
+	if len(cfg.MCPServers) > 0 {
+		keys = append([]string{"mcpServers"}, keys...)
+	}
+	var other []string
+	for _, t := range cfg.Toolsets {
+		if t != "exec" {
+			other = append(other, t)
+		}
+	}
+	if len(other) > 0 {
+		keys = append(keys, "toolsets "+strings.Join(other, "/"))
+	}
+	return keys
+}

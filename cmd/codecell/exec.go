@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/server"
+)
+
+func runExec(ctx context.Context, g *globals, args []string) error {
+	fs := g.flags()
+	code := fs.String("c", "", "code to run")
+	asJSON := fs.Bool("json", false, "print the structured result of execute_code")
+	session := fs.String("session", "", "session id")
+	timeout := fs.Duration("timeout", 0, "wall-clock limit (default: the configured timeout)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	src, err := readSource(*code, fs.Args())
+	if err != nil {
+		return err
+	}
+	if g.logLevel == "info" {
+		g.logLevel = "warn" // keep a one-shot command's stderr for the code
+	}
+	a, err := g.newApp(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+
+	// The same pipeline as a client's execute_code: through the MCP server.
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := a.server.MCP().Connect(ctx, st, nil)
+	if err != nil {
+		return err
+	}
+	defer ss.Close()
+	client := mcp.NewClient(&mcp.Implementation{Name: "codecell-exec", Version: version}, nil)
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
+	in := map[string]any{"code": src}
+	if *session != "" {
+		in["session_id"] = *session
+	}
+	if *timeout > 0 {
+		in["timeout_seconds"] = timeout.Seconds()
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code", Arguments: in})
+	if err != nil {
+		return err
+	}
+	var out server.ExecuteCodeOutput
+	if res.StructuredContent == nil {
+		// A bad argument: the text says which and why.
+		return fmt.Errorf("%s", textOf(res))
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return fmt.Errorf("decode result: %w", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		io.WriteString(g.stdout, out.Stdout)
+		io.WriteString(g.stderr, out.Stderr)
+		if out.Result != nil {
+			// Like a REPL: the value of the last expression, after the output.
+			if s, ok := out.Result.(string); ok {
+				fmt.Fprintln(g.stdout, s)
+			} else {
+				b, _ := json.Marshal(out.Result)
+				fmt.Fprintln(g.stdout, string(b))
+			}
+		}
+		if out.Error != nil {
+			if out.Error.Traceback != "" {
+				io.WriteString(g.stderr, out.Error.Traceback)
+			} else if out.Error.Type != "SystemExit" {
+				fmt.Fprintf(g.stderr, "%s: %s\n", out.Error.Type, out.Error.Message)
+			}
+		}
+	}
+	if code := exitCode(out); code != 0 {
+		return exitError{code}
+	}
+	return nil
+}
+
+// readSource takes code from -c, a file, or "-" (stdin).
+func readSource(code string, args []string) (string, error) {
+	switch {
+	case code != "" && len(args) > 0:
+		return "", fmt.Errorf("exec: give code with -c or as a file, not both")
+	case code != "":
+		return code, nil
+	case len(args) == 1 && args[0] == "-":
+		b, err := io.ReadAll(os.Stdin)
+		return string(b), err
+	case len(args) == 1:
+		b, err := os.ReadFile(args[0])
+		return string(b), err
+	}
+	return "", fmt.Errorf("exec: give code with -c CODE, a FILE, or - for stdin")
+}
+
+// exitCode is the code's exit status: that of sys.exit, 1 for any other
+// error, 0 on success.
+func exitCode(out server.ExecuteCodeOutput) int {
+	if out.OK {
+		return 0
+	}
+	if out.Error != nil && out.Error.Type == "SystemExit" {
+		msg := out.Error.Message
+		for _, prefix := range []string{"exit status ", "the code's process exited with status "} {
+			if rest, ok := strings.CutPrefix(msg, prefix); ok {
+				if n, err := strconv.Atoi(strings.Fields(rest)[0]); err == nil && n > 0 && n < 256 {
+					return n
+				}
+			}
+		}
+	}
+	return 1
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/httpapi"
+	"github.com/codecell/codecell/internal/server"
+)
+
+func runServe(ctx context.Context, g *globals, args []string) error {
+	fs := g.flags()
+	addr := fs.String("http", "", "serve Streamable HTTP at ADDR (e.g. 127.0.0.1:8080) instead of stdio")
+	insecure := fs.Bool("insecure-no-auth", false, "allow a non-loopback --http address without http.tokens")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	}
+	if *addr != "" {
+		loopback, err := httpapi.IsLoopback(*addr)
+		if err != nil {
+			return err
+		}
+		// Tokens arrive with namespaces; until then every non-loopback
+		// listener is unauthenticated and needs the explicit flag.
+		if !loopback && !*insecure {
+			return fmt.Errorf("refusing to serve %s without authentication: it is not a loopback address; listen on 127.0.0.1, or pass --insecure-no-auth if the network is trusted", *addr)
+		}
+	}
+	a, err := g.newApp(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	a.sandbox.Warm(a.server.Workspace(server.DefaultNamespace))
+	if *addr == "" {
+		a.log.Info("serving MCP over stdio", "isolation", a.sandbox.Level())
+		err := a.server.MCP().Run(ctx, &mcp.StdioTransport{})
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	return serveHTTP(ctx, a, *addr)
+}
+
+func serveHTTP(ctx context.Context, a *app, addr string) error {
+	h, err := httpapi.Handler(httpapi.Options{Server: a.server.MCP(), AllowedOrigins: a.cfg.HTTP.AllowedOrigins, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	a.log.Info("serving MCP over HTTP", "addr", ln.Addr().String(), "isolation", a.sandbox.Level())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return nil
+	}
+}

@@ -1,0 +1,193 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/sandbox"
+)
+
+// maxCode is the largest code an execute_code call accepts (SPEC §4.1).
+const maxCode = 1 << 20
+
+// ExecuteCodeInput is the input of execute_code.
+type ExecuteCodeInput struct {
+	Code           string         `json:"code" jsonschema:"Python source to run. The value of a top-level variable named result, else of the last expression, is returned as result. At most 1 MiB."`
+	SessionID      string         `json:"session_id,omitempty" jsonschema:"Run in a live interpreter whose globals persist between calls; an unknown id creates the session."`
+	Context        map[string]any `json:"context,omitempty" jsonschema:"JSON values bound as global variables before the code runs; keys must be Python identifiers."`
+	TimeoutSeconds float64        `json:"timeout_seconds,omitempty" jsonschema:"Wall-clock limit in seconds, from 1 to the server's maximum; default the server's timeout."`
+	Language       string         `json:"language,omitempty" jsonschema:"Language of code; only python is supported."`
+}
+
+// ExecuteCodeOutput is the structured result of execute_code (SPEC §4.1).
+type ExecuteCodeOutput struct {
+	OK             bool               `json:"ok" jsonschema:"True when the code ran to the end without an error."`
+	Stdout         string             `json:"stdout" jsonschema:"Standard output, capped at the output limit."`
+	Stderr         string             `json:"stderr" jsonschema:"Standard error, capped at the output limit."`
+	Truncated      sandbox.Truncated  `json:"truncated" jsonschema:"Which streams were cut at the output limit."`
+	Result         any                `json:"result" jsonschema:"The value of result or of the last expression: JSON values as JSON, others as their repr."`
+	Error          *sandbox.ExecError `json:"error" jsonschema:"Null, or the error: type is the Python exception class, or Timeout, MemoryLimit, OutputLimit, ToolCallLimit, Killed or SandboxError."`
+	DurationMS     float64            `json:"duration_ms" jsonschema:"Wall-clock time of the execution in milliseconds."`
+	ToolCalls      ToolCalls          `json:"tool_calls" jsonschema:"Calls the code made to upstream tools."`
+	Files          []string           `json:"files" jsonschema:"Workspace files the code created or changed."`
+	SessionID      string             `json:"session_id,omitempty" jsonschema:"The session used, if any."`
+	ContextSavings ContextSavings     `json:"context_savings" jsonschema:"Bytes of tool results that stayed in the sandbox against bytes returned."`
+	Isolation      string             `json:"isolation" jsonschema:"The isolation level the code ran under."`
+}
+
+// ToolCalls summarizes the upstream tool calls of one execution.
+type ToolCalls struct {
+	Count int        `json:"count"`
+	Calls []ToolCall `json:"calls"`
+}
+
+// ToolCall is one upstream tool call.
+type ToolCall struct {
+	Name       string  `json:"name"`
+	OK         bool    `json:"ok"`
+	DurationMS float64 `json:"duration_ms"`
+}
+
+// ContextSavings compares data kept in the sandbox with data returned.
+type ContextSavings struct {
+	ToolResultBytes int64 `json:"tool_result_bytes"`
+	ReturnedBytes   int64 `json:"returned_bytes"`
+}
+
+func (s *Server) addExecTools() {
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "execute_code",
+		Title:       "Run Python in a sandbox",
+		Description: "Run Python code in an isolated sandbox and return its stdout, stderr, result value and error. Use it to do whole tasks in one call: compute, filter and summarize inside the sandbox and return only the answer.",
+	}, s.executeCode)
+}
+
+func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeInput) (*mcp.CallToolResult, ExecuteCodeOutput, error) {
+	timeout, err := s.checkExecInput(in)
+	if err != nil {
+		return nil, ExecuteCodeOutput{}, err
+	}
+	res := s.exec.Exec(ctx, sandbox.Request{
+		Workspace: s.Workspace(DefaultNamespace),
+		Code:      in.Code,
+		Context:   in.Context,
+		Timeout:   timeout,
+	})
+	out := outputOf(res)
+	s.log.Info("execution", "namespace", DefaultNamespace, "ok", out.OK, "error_type", errorType(res),
+		"duration_ms", out.DurationMS, "isolation", out.Isolation)
+	return &mcp.CallToolResult{
+		IsError: !out.OK,
+		Content: []mcp.Content{&mcp.TextContent{Text: render(out)}},
+	}, out, nil
+}
+
+func (s *Server) checkExecInput(in ExecuteCodeInput) (time.Duration, error) {
+	if strings.TrimSpace(in.Code) == "" {
+		return 0, fieldError("code", "must not be empty")
+	}
+	if len(in.Code) > maxCode {
+		return 0, fieldError("code", "is %d bytes; the limit is %d (1 MiB)", len(in.Code), maxCode)
+	}
+	if in.Language != "" && in.Language != "python" {
+		return 0, fieldError("language", "%q is not supported; use \"python\"", in.Language)
+	}
+	if in.SessionID != "" {
+		return 0, fieldError("session_id", "sessions are not available in this version of codecell; omit session_id")
+	}
+	keys := make([]string, 0, len(in.Context))
+	for k := range in.Context {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !identifier.MatchString(k) {
+			return 0, fieldError("context", "key %q is not a Python identifier", k)
+		}
+	}
+	sb := s.cfg.Sandbox
+	timeout := sb.Timeout
+	if in.TimeoutSeconds != 0 {
+		max := sb.MaxTimeout.Seconds()
+		if math.IsNaN(in.TimeoutSeconds) || in.TimeoutSeconds < 1 || in.TimeoutSeconds > max {
+			return 0, fieldError("timeout_seconds", "%v is out of range; it must be from 1 to %v", in.TimeoutSeconds, max)
+		}
+		timeout = time.Duration(in.TimeoutSeconds * float64(time.Second))
+	}
+	return timeout, nil
+}
+
+func outputOf(res *sandbox.Result) ExecuteCodeOutput {
+	out := ExecuteCodeOutput{
+		OK:         res.OK,
+		Stdout:     res.Stdout,
+		Stderr:     res.Stderr,
+		Truncated:  res.Truncated,
+		Result:     res.Result,
+		Error:      res.Error,
+		DurationMS: float64(res.Duration.Microseconds()) / 1000,
+		ToolCalls:  ToolCalls{Calls: []ToolCall{}},
+		Files:      []string{},
+		Isolation:  string(res.Isolation),
+	}
+	returned := len(out.Stdout) + len(out.Stderr)
+	if out.Result != nil {
+		if b, err := json.Marshal(out.Result); err == nil {
+			returned += len(b)
+		}
+	}
+	out.ContextSavings.ReturnedBytes = int64(returned)
+	return out
+}
+
+func errorType(res *sandbox.Result) string {
+	if res.Error == nil {
+		return ""
+	}
+	return res.Error.Type
+}
+
+// render is the short text form of a result, for hosts that show only text.
+func render(out ExecuteCodeOutput) string {
+	var b strings.Builder
+	if out.Stdout != "" {
+		b.WriteString(out.Stdout)
+		if !strings.HasSuffix(out.Stdout, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	if out.Stderr != "" {
+		fmt.Fprintf(&b, "[stderr]\n%s", out.Stderr)
+		if !strings.HasSuffix(out.Stderr, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	if out.Result != nil {
+		r, _ := json.Marshal(out.Result)
+		if s, ok := out.Result.(string); ok {
+			r = []byte(s)
+		}
+		fmt.Fprintf(&b, "[result] %s\n", r)
+	}
+	if out.Error != nil {
+		if out.Error.Traceback != "" {
+			b.WriteString(out.Error.Traceback)
+		} else {
+			fmt.Fprintf(&b, "%s: %s\n", out.Error.Type, out.Error.Message)
+		}
+	}
+	if b.Len() == 0 {
+		b.WriteString("(no output)\n")
+	}
+	if out.Isolation == string(sandbox.Development) {
+		b.WriteString("[isolation: development, no sandbox]\n")
+	}
+	return b.String()
+}
