@@ -1,0 +1,49 @@
+# codecell: `make run` and `make test` set up whatever is missing on a Debian
+# machine with Go, then serve or test.
+
+GO      ?= go
+ADDR    ?= 127.0.0.1:8080
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+BIN     := bin/codecell
+# Debian packages the sandbox needs: bubblewrap (production), runsc (gVisor,
+# hardened), Python.
+DEBS    := bubblewrap runsc python3
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps build run test bench fuzz clean
+
+all: build
+
+# Installs the Debian packages that are missing, without questions.
+deps:
+	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/codecell
+
+# Serves MCP over Streamable HTTP at http://$(ADDR)/mcp. MCP hosts that spawn
+# codecell use `bin/codecell serve` (stdio) instead; see the README.
+run: deps build
+	$(BIN) doctor
+	$(BIN) serve --http $(ADDR)
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -timeout 20m ./...
+
+# The latency benchmark recorded in BENCHMARKS.md.
+bench: deps
+	$(GO) test -run '^$$' -bench 'ExecuteCode|PythonSpawn' -benchtime 500x ./cmd/codecell/
+	$(GO) test -run '^$$' -bench 'BenchmarkExec$$' -benchtime 500x ./internal/sandbox/
+
+# A short run of every fuzz target.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 30s ./internal/channel/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/config/
+
+clean:
+	rm -rf bin

@@ -1,0 +1,356 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/server"
+)
+
+// binary is the codecell binary built once for the end-to-end tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "codecell-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "codecell")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build codecell:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// requireProduction skips when bubblewrap cannot run here; make test installs
+// it, so in CI this always runs.
+func requireProduction(t testing.TB) {
+	t.Helper()
+	if err := sandbox.Check(context.Background(), sandbox.Production, "/usr/bin/python3"); err != nil {
+		t.Skipf("production isolation unavailable: %v", err)
+	}
+}
+
+// testDirs makes a config file and a data dir reachable by the sandbox user.
+func testDirs(t testing.TB, cfg string) (cfgPath, dataDir string) {
+	t.Helper()
+	root := t.TempDir()
+	os.Chmod(filepath.Dir(root), 0o755)
+	os.Chmod(root, 0o755)
+	cfgPath = filepath.Join(root, "codecell.json")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataDir = filepath.Join(root, "data")
+	return cfgPath, dataDir
+}
+
+const testConfig = `{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 2, "timeout": "20s"}}`
+
+func connectStdio(t testing.TB, cfg string) *mcp.ClientSession {
+	t.Helper()
+	cfgPath, dataDir := testDirs(t, cfg)
+	cmd := exec.Command(binary, "serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn")
+	cmd.Stderr = os.Stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// startHTTP starts codecell serve --http on a free loopback port and returns
+// its base URL.
+func startHTTP(t testing.TB, cfg string) string {
+	t.Helper()
+	cfgPath, dataDir := testDirs(t, cfg)
+	cmd := exec.Command(binary, "serve", "--http", "127.0.0.1:0", "--config", cfgPath, "--data-dir", dataDir)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+		}
+	})
+	addr := regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
+	lines := bufio.NewScanner(stderr)
+	found := make(chan string, 1)
+	go func() {
+		for lines.Scan() {
+			if m := addr.FindStringSubmatch(lines.Text()); m != nil {
+				found <- m[1]
+				break
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case a := <-found:
+		return "http://" + a
+	case <-time.After(30 * time.Second):
+		t.Fatal("codecell serve --http did not report its address")
+	}
+	return ""
+}
+
+func connectHTTP(t testing.TB, cfg string) *mcp.ClientSession {
+	t.Helper()
+	base := startHTTP(t, cfg)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func call(t testing.TB, cs *mcp.ClientSession, args map[string]any) (*mcp.CallToolResult, server.ExecuteCodeOutput) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_code", Arguments: args})
+	if err != nil {
+		t.Fatalf("execute_code: protocol error %v", err)
+	}
+	var out server.ExecuteCodeOutput
+	if res.StructuredContent != nil {
+		raw, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return res, out
+}
+
+func TestExecuteCodeOverTransports(t *testing.T) {
+	requireProduction(t)
+	transports := map[string]func(testing.TB, string) *mcp.ClientSession{
+		"stdio": connectStdio,
+		"http":  connectHTTP,
+	}
+	for name, connect := range transports {
+		t.Run(name, func(t *testing.T) {
+			cs := connect(t, testConfig)
+			tests := []struct {
+				name     string
+				args     map[string]any
+				ok       bool
+				stdout   string
+				stderr   string
+				result   string // JSON
+				errType  string
+				inTrace  string
+				textHave string
+			}{
+				{name: "stdout", args: map[string]any{"code": "print('hello')"}, ok: true, stdout: "hello\n", textHave: "hello"},
+				{name: "stderr", args: map[string]any{"code": "import sys; print('warn', file=sys.stderr)"}, ok: true, stderr: "warn\n"},
+				{name: "last expression", args: map[string]any{"code": "a = 6\na * 7"}, ok: true, result: "42"},
+				{name: "result variable", args: map[string]any{"code": "result = {'x': [1, 'two']}\n0"}, ok: true, result: `{"x":[1,"two"]}`},
+				{name: "context", args: map[string]any{"code": "f'{name}:{sum(nums)}'", "context": map[string]any{"name": "n", "nums": []int{1, 2, 3}}}, ok: true, result: `"n:6"`},
+				{name: "exception", args: map[string]any{"code": "def g(x):\n    return 1 / x\ng(0)"}, errType: "ZeroDivisionError", inTrace: "return 1 / x", textHave: "ZeroDivisionError"},
+				{name: "timeout", args: map[string]any{"code": "while True: pass", "timeout_seconds": 1}, errType: "Timeout"},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					res, out := call(t, cs, tt.args)
+					if res.IsError == tt.ok || out.OK != tt.ok {
+						t.Fatalf("isError=%v ok=%v, want ok=%v: %+v", res.IsError, out.OK, tt.ok, out)
+					}
+					if out.Stdout != tt.stdout || out.Stderr != tt.stderr {
+						t.Errorf("stdout %q stderr %q, want %q %q", out.Stdout, out.Stderr, tt.stdout, tt.stderr)
+					}
+					if tt.result != "" {
+						got, _ := json.Marshal(out.Result)
+						if string(got) != tt.result {
+							t.Errorf("result %s, want %s", got, tt.result)
+						}
+					}
+					if tt.errType != "" && (out.Error == nil || out.Error.Type != tt.errType) {
+						t.Errorf("error %+v, want type %s", out.Error, tt.errType)
+					}
+					if tt.inTrace != "" && !strings.Contains(out.Error.Traceback, tt.inTrace) {
+						t.Errorf("traceback %q lacks %q", out.Error.Traceback, tt.inTrace)
+					}
+					if out.Isolation != "production" {
+						t.Errorf("isolation %q", out.Isolation)
+					}
+					if tt.textHave != "" && !strings.Contains(textOf(res), tt.textHave) {
+						t.Errorf("text rendering %q lacks %q", textOf(res), tt.textHave)
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestBadArguments(t *testing.T) {
+	requireProduction(t)
+	cs := connectStdio(t, testConfig)
+	tests := []struct {
+		name  string
+		args  map[string]any
+		field string
+	}{
+		{"empty code", map[string]any{"code": ""}, "code"},
+		{"code too large", map[string]any{"code": strings.Repeat("#", 1<<20+1)}, "code"},
+		{"timeout too small", map[string]any{"code": "1", "timeout_seconds": 0.5}, "timeout_seconds"},
+		{"timeout too large", map[string]any{"code": "1", "timeout_seconds": 100000}, "timeout_seconds"},
+		{"language", map[string]any{"code": "1", "language": "ruby"}, "language"},
+		{"context key", map[string]any{"code": "1", "context": map[string]any{"not an identifier": 1}}, "context"},
+		{"wrong type", map[string]any{"code": 12}, "code"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_code", Arguments: tt.args})
+			if err != nil {
+				t.Fatalf("protocol error instead of a tool error: %v", err)
+			}
+			if !res.IsError || !strings.Contains(textOf(res), tt.field) {
+				t.Fatalf("isError=%v text %q, want a tool error naming %s", res.IsError, textOf(res), tt.field)
+			}
+		})
+	}
+	// The server is still fine after all of them.
+	if _, out := call(t, cs, map[string]any{"code": "1+1"}); !out.OK {
+		t.Fatalf("after bad arguments: %+v", out)
+	}
+}
+
+func TestToolsHaveSchemas(t *testing.T) {
+	requireProduction(t)
+	cs := connectStdio(t, testConfig)
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		if tool.InputSchema == nil || tool.OutputSchema == nil || tool.Description == "" {
+			t.Errorf("tool %s lacks a schema or description", tool.Name)
+		}
+	}
+	if cs.InitializeResult().Instructions == "" {
+		t.Error("server has no instructions")
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	requireProduction(t)
+	base := startHTTP(t, testConfig)
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz: %s", resp.Status)
+	}
+	// A browser request from a foreign origin is refused.
+	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Origin", "https://evil.example")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if resp2.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-origin POST /mcp: %s, want 403", resp2.Status)
+	}
+}
+
+// runCLI runs the binary and returns its combined output and exit code.
+func runCLI(t testing.TB, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), 0
+}
+
+func TestRefusesToStart(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  string
+		args []string
+		want []string
+	}{
+		{"bad config key", `{"sandbox": {"memroy": "1GiB"}}`, []string{"serve"}, []string{"codecell.json", "sandbox.memroy", "unknown key"}},
+		{"bad config value", `{"sandbox": {"memory": "lots"}}`, []string{"serve"}, []string{"sandbox.memory"}},
+		{"missing variable", `{"http": {"tokens": {"${CODECELL_E2E_UNSET}": "a"}}}`, []string{"serve"}, []string{"CODECELL_E2E_UNSET"}},
+		{"python missing", `{"sandbox": {"python": "/nonexistent/python3"}}`, []string{"serve"}, []string{"cannot run", "/nonexistent/python3", "apt-get install python3"}},
+		{"non-loopback without auth", `{}`, []string{"serve", "--http", "0.0.0.0:0"}, []string{"refusing", "--insecure-no-auth"}},
+		{"doctor fails for an unusable level", `{"sandbox": {"python": "/nonexistent/python3"}}`, []string{"doctor"}, []string{"UNAVAILABLE", "cannot run here"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfgPath, dataDir := testDirs(t, tt.cfg)
+			out, code := runCLI(t, append(tt.args, "--config", cfgPath, "--data-dir", dataDir)...)
+			if code == 0 {
+				t.Fatalf("exit 0, want failure; output:\n%s", out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestDoctorAndExec(t *testing.T) {
+	requireProduction(t)
+	cfgPath, dataDir := testDirs(t, testConfig)
+	out, code := runCLI(t, "doctor", "--config", cfgPath, "--data-dir", dataDir)
+	if code != 0 || !strings.Contains(out, "isolation production (configured)  ok") {
+		t.Fatalf("doctor exit %d:\n%s", code, out)
+	}
+	out, code = runCLI(t, "exec", "--config", cfgPath, "--data-dir", dataDir, "-c", "print('hi'); import sys; sys.exit(5)")
+	if code != 5 || !strings.Contains(out, "hi") {
+		t.Fatalf("exec exit %d, want 5:\n%s", code, out)
+	}
+	out, code = runCLI(t, "exec", "--json", "--config", cfgPath, "--data-dir", dataDir, "-c", "21*2")
+	var res server.ExecuteCodeOutput
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Result != float64(42) {
+		t.Fatalf("exec --json exit %d:\n%s", code, out)
+	}
+	out, code = runCLI(t, "version")
+	if code != 0 || !strings.Contains(out, "codecell") || !strings.Contains(out, "go1") {
+		t.Fatalf("version: %s", out)
+	}
+}
