@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/codecell/codecell/internal/channel"
 )
@@ -23,9 +24,15 @@ type outputFrame struct {
 	Data   string `json:"data"`
 }
 
-// exchange is the host's half of one execution's conversation.
+// exchange is the host's half of one execution's conversation. Output
+// arrives from the channel (as frames) or from pipes (where descriptors can
+// be passed), possibly at once, so its fields are guarded by mu.
 type exchange struct {
+	lim Limits
+
+	mu             sync.Mutex
 	stdout, stderr capture
+	total          int64
 	result         *resultFrame
 	// fault is set when the sandbox broke the protocol or a limit the host
 	// enforces; the sandbox is then killed and the execution fails with it.
@@ -33,67 +40,97 @@ type exchange struct {
 }
 
 func newExchange(lim Limits) *exchange {
-	return &exchange{stdout: capture{limit: lim.Output}, stderr: capture{limit: lim.Output}}
+	return &exchange{lim: lim, stdout: capture{limit: lim.Output}, stderr: capture{limit: lim.Output}}
 }
 
-// run sends req and reads frames until the channel ends or a fault. It
-// returns true if it stopped on a fault, in which case the caller must kill
-// the sandbox (the code may still be writing).
-func (x *exchange) run(r io.Reader, w io.Writer, req execFrame, lim Limits) bool {
-	if err := channel.NewWriter(w).Write(req); err != nil {
-		x.fault = failure(ErrSandbox, "send code to sandbox: %v", err)
+// setFault records the first fault and reports true.
+func (x *exchange) setFault(e *ExecError) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.fault == nil {
+		x.fault = e
+	}
+	return true
+}
+
+func (x *exchange) broken(format string, args ...any) bool {
+	return x.setFault(failure(ErrSandbox, "the code broke the sandbox channel: "+format, args...))
+}
+
+// output adds output to a stream; it reports true when the output passed
+// the flood bound and the sandbox must be killed.
+func (x *exchange) output(stream string, p []byte) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	switch stream {
+	case "stdout":
+		x.stdout.add(p)
+	case "stderr":
+		x.stderr.add(p)
+	}
+	x.total += int64(len(p))
+	if flood := x.lim.Output * floodFactor; x.total > flood && x.fault == nil {
+		x.fault = failure(ErrOutputLimit, "the code wrote more than %d bytes of output (the limit keeps %d per stream); it was stopped", flood, x.lim.Output)
 		return true
 	}
-	flood := lim.Output * floodFactor
-	var total int64
+	return false
+}
+
+// readPipe copies one output pipe into the exchange until EOF. It reports
+// true if it stopped on a flood.
+func (x *exchange) readPipe(r io.Reader, stream string) bool {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 && x.output(stream, buf[:n]) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
+
+// run sends req and reads frames until the result frame, the channel's end
+// or a fault. It returns true if it stopped on a fault, in which case the
+// caller must kill the sandbox (the code may still be writing).
+func (x *exchange) run(r io.Reader, w io.Writer, req execFrame) bool {
+	if err := channel.NewWriter(w).Write(req); err != nil {
+		return x.setFault(failure(ErrSandbox, "send code to sandbox: %v", err))
+	}
 	fr := channel.NewReader(r, 0)
 	for {
 		m, err := fr.Read()
 		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, errClosed) {
-				return false
-			}
 			if errors.Is(err, channel.ErrFrameTooLarge) || errors.Is(err, channel.ErrBadFrame) || errors.Is(err, io.ErrUnexpectedEOF) {
-				x.fault = failure(ErrSandbox, "the code broke the sandbox channel: %v", err)
-				return true
+				return x.broken("%v", err)
 			}
-			return false // the sandbox went away; the exit status tells why
+			return false // the end, or the sandbox went away: the exit status tells why
 		}
 		switch m.Type {
 		case "output":
 			var o outputFrame
 			if err := m.Decode(&o); err != nil {
-				x.fault = failure(ErrSandbox, "the code broke the sandbox channel: %v", err)
-				return true
+				return x.broken("%v", err)
 			}
-			total += int64(len(o.Data))
-			switch o.Stream {
-			case "stdout":
-				x.stdout.add(o.Data)
-			case "stderr":
-				x.stderr.add(o.Data)
-			default:
-				x.fault = failure(ErrSandbox, "the code broke the sandbox channel: unknown stream %q", o.Stream)
-				return true
+			if o.Stream != "stdout" && o.Stream != "stderr" {
+				return x.broken("unknown stream %q", o.Stream)
 			}
-			if total > flood {
-				x.fault = failure(ErrOutputLimit, "the code wrote more than %d bytes of output (the limit keeps %d per stream); it was stopped", flood, lim.Output)
+			if x.output(o.Stream, []byte(o.Data)) {
 				return true
 			}
 		case "result":
-			if x.result != nil {
-				x.fault = failure(ErrSandbox, "the code broke the sandbox channel: second result frame")
-				return true
-			}
 			var f resultFrame
 			if err := m.Decode(&f); err != nil {
-				x.fault = failure(ErrSandbox, "the code broke the sandbox channel: %v", err)
-				return true
+				return x.broken("%v", err)
 			}
+			x.mu.Lock()
 			x.result = &f
+			x.mu.Unlock()
+			// Nothing after the result counts; the process is exiting.
+			return false
 		default:
-			x.fault = failure(ErrSandbox, "the code broke the sandbox channel: unknown frame type %q", m.Type)
-			return true
+			return x.broken("unknown frame type %q", m.Type)
 		}
 	}
 }
@@ -107,7 +144,8 @@ type exitInfo struct {
 	known  bool
 }
 
-// finish turns what the host saw into a Result.
+// finish turns what the host saw into a Result. Every reader of the
+// exchange must have stopped.
 func (x *exchange) finish(res *Result, exit exitInfo, lim Limits) {
 	res.Stdout, res.Stderr = x.stdout.text(), x.stderr.text()
 	res.Truncated = Truncated{Stdout: x.stdout.dropped > 0, Stderr: x.stderr.dropped > 0}

@@ -2,9 +2,621 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/codecell/codecell/internal/channel"
 )
 
+// A hardened sandbox is one gVisor container (`runsc run` on an OCI bundle)
+// whose init is the runner in --oneshot mode. It is started ahead of need,
+// says "ready" on its stdout and then blocks reading its stdin; it serves
+// exactly one execution and is discarded. gVisor cannot receive descriptors
+// from the host after start, so there is no fork server here: the pool hides
+// the start latency instead.
+//
+// The container sees an empty read-only root with /usr, a few files of /etc,
+// codecell's runner and the workspace bound into it, a private /proc and
+// size-capped tmpfs /tmp and /dev/shm. It does not see the host's root (as
+// `runsc do` would show it), the data dir, home or config.
+//
+// What this does not protect against: bugs in gVisor's sentry and gofer, and
+// side channels. Resource limits are the rlimits the runner sets inside
+// gVisor's kernel; runsc is run with --ignore-cgroups, so the sentry's own
+// memory and threads are not in a cgroup of their own.
+
+// gvisorStopWait bounds each step of ending a hardened sandbox: `runsc kill`,
+// the exit of `runsc run` after it, and `runsc delete` when that is needed.
+const gvisorStopWait = 3 * time.Second
+
+// gvisor is one hardened sandbox. It is owned by the pool while idle and by
+// one Exec while busy; kill may be called from any goroutine.
+type gvisor struct {
+	id     string // container id, unique per sandbox
+	root   string // runsc's state directory (--root)
+	bundle string // the OCI bundle directory, removed by kill
+	cmd    *exec.Cmd
+	in     *os.File // the runner's stdin: frames to the code
+	out    *os.File // the runner's stdout: frames from the code
+
+	done chan struct{} // closed when runsc run has been waited for
+	exit exitInfo      // how the container's init ended; set before done is closed
+
+	forced   atomic.Bool // runsc run was killed, so it may have left state behind
+	stopOnce sync.Once
+	killOnce sync.Once
+}
+
+// startGVisor starts a hardened sandbox for workspace and waits until its
+// runner is ready for an exec frame.
 func (m *Manager) startGVisor(ctx context.Context, workspace string) (sandbox, error) {
-	return nil, errors.New("hardened: not yet implemented")
+	if _, err := os.Stat(RunscPath); err != nil {
+		return nil, fmt.Errorf("%w: hardened needs gVisor's runsc at %s (install it: apt-get install runsc)", ErrUnavailable, RunscPath)
+	}
+	begin := time.Now()
+	base := filepath.Join(m.opts.StateDir, "gvisor")
+	id, err := containerID()
+	if err != nil {
+		return nil, fmt.Errorf("start hardened sandbox: %w", err)
+	}
+	g := &gvisor{
+		id:     id,
+		root:   filepath.Join(base, "state"),
+		bundle: filepath.Join(base, id),
+		done:   make(chan struct{}),
+	}
+	if err := os.MkdirAll(g.root, 0o700); err != nil {
+		return nil, fmt.Errorf("start hardened sandbox: %w", err)
+	}
+	ro := hostBinds(etcFiles)
+	for _, d := range m.extraRO {
+		ro = append(ro, hostBind{Source: d, Dest: d, Dir: true})
+	}
+	err = writeBundle(g.bundle, gvisorSpec{
+		Rootfs:    filepath.Join(g.bundle, "rootfs"),
+		Python:    m.opts.Python,
+		ReadOnly:  ro,
+		Runtime:   m.runtime,
+		Workspace: workspace,
+		TmpSize:   m.limits.TmpSize,
+		OpenFiles: m.limits.OpenFiles,
+	})
+	if err != nil {
+		os.RemoveAll(g.bundle)
+		return nil, fmt.Errorf("start hardened sandbox: %w", err)
+	}
+
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		os.RemoveAll(g.bundle)
+		return nil, fmt.Errorf("start hardened sandbox: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		os.RemoveAll(g.bundle)
+		return nil, fmt.Errorf("start hardened sandbox: %w", err)
+	}
+	g.in, g.out = inW, outR
+	g.cmd = exec.Command(RunscPath, runscArgs(g.root, "run", "--bundle", g.bundle, id)...)
+	g.cmd.Stdin = inR
+	g.cmd.Stdout = outW
+	g.cmd.Stderr = m.stderrSink()
+	g.cmd.Env = minimalEnv
+	g.cmd.Dir = "/"
+	// runsc run and its gofer share this group; the sandbox process runs in
+	// a session of its own but dies with runsc run (it is started attached).
+	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	g.cmd.WaitDelay = time.Second
+	err = g.cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		os.RemoveAll(g.bundle)
+		return nil, fmt.Errorf("start hardened sandbox: %w", err)
+	}
+	go g.wait()
+
+	// The reader ends when the first frame arrives or when kill closes out.
+	ready := make(chan error, 1)
+	go func() {
+		msg, err := channel.NewReader(outR, 0).Read()
+		if err == nil && msg.Type != "ready" {
+			err = fmt.Errorf("first frame is %q, not ready", msg.Type)
+		}
+		ready <- err
+	}()
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-ready:
+		if err != nil {
+			g.kill()
+			return nil, fmt.Errorf("start hardened sandbox: it exited before it was ready (%v)%s", err, m.lastStderr())
+		}
+		m.log.Debug("hardened sandbox ready", "container", id, "duration", time.Since(begin))
+		return g, nil
+	case <-timer.C:
+		g.kill()
+		return nil, fmt.Errorf("start hardened sandbox: not ready after %s%s", startTimeout, m.lastStderr())
+	case <-ctx.Done():
+		g.kill()
+		return nil, ctx.Err()
+	}
+}
+
+// runscArgs puts the global flags every runsc invocation of codecell shares
+// before a subcommand. cgroups are not configured: on hosts with cgroup v1 or
+// without delegation runsc cannot manage them, and a killed runsc would leave
+// them behind; the limits are rlimits inside the sandbox instead.
+func runscArgs(root string, sub ...string) []string {
+	return append([]string{"--root", root, "--network=none", "--ignore-cgroups"}, sub...)
+}
+
+// runsc runs one short runsc subcommand (kill, delete) on this sandbox.
+func (g *gvisor) runsc(sub ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), gvisorStopWait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, RunscPath, runscArgs(g.root, sub...)...)
+	cmd.Env = minimalEnv
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	return cmd.Run()
+}
+
+func containerID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "codecell-" + hex.EncodeToString(b[:]), nil
+}
+
+func (g *gvisor) wait() {
+	g.cmd.Wait()
+	g.exit = exitOf(g.cmd.ProcessState)
+	close(g.done)
+}
+
+// exitOf reads the container's exit from runsc run's: runsc exits with the
+// init's status, or 128+n when a signal n ended it.
+func exitOf(ps *os.ProcessState) exitInfo {
+	if ps == nil {
+		return exitInfo{}
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Exited() {
+		return exitInfo{} // runsc itself was killed: the code's status is unknown
+	}
+	st := ws.ExitStatus()
+	if st > 128 && st <= 128+64 {
+		return exitInfo{known: true, signal: st - 128}
+	}
+	return exitInfo{known: true, status: st}
+}
+
+func (g *gvisor) alive() bool {
+	select {
+	case <-g.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// waitDone waits up to d for runsc run to end.
+func (g *gvisor) waitDone(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-g.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// stop ends the container and waits, bounded, until runsc run has exited.
+func (g *gvisor) stop() {
+	g.stopOnce.Do(func() {
+		if !g.alive() {
+			return
+		}
+		// SIGKILL to the container's init (the runner) ends every process
+		// in the sandbox; runsc run then removes the container's state and
+		// exits by itself. This fails while the container is still being
+		// created, hence the fallback.
+		if g.runsc("kill", g.id, "KILL") == nil && g.waitDone(gvisorStopWait) {
+			return
+		}
+		g.forced.Store(true)
+		syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL)
+		g.waitDone(gvisorStopWait)
+	})
+}
+
+// kill ends the sandbox, removes what runsc left of it and its bundle.
+func (g *gvisor) kill() {
+	g.killOnce.Do(func() {
+		g.stop()
+		g.in.Close()
+		g.out.Close()
+		if g.forced.Load() || len(g.stateFiles()) > 0 {
+			g.runsc("delete", "--force", g.id)
+			// runsc killed before it wrote a container's state leaves its
+			// lock file, which delete does not remove (there is no
+			// container). Nothing of runsc uses it once runsc run is gone.
+			if !g.alive() {
+				for _, f := range g.stateFiles() {
+					os.Remove(f)
+				}
+			}
+		}
+		os.RemoveAll(g.bundle)
+	})
+}
+
+// stateFiles lists what runsc keeps for the container under its root; runsc
+// run removes it when it ends by itself.
+func (g *gvisor) stateFiles() []string {
+	entries, err := os.ReadDir(g.root)
+	if err != nil {
+		return nil
+	}
+	var files []string
+	for _, e := range entries {
+		if strings.Contains(e.Name(), g.id) {
+			files = append(files, filepath.Join(g.root, e.Name()))
+		}
+	}
+	return files
+}
+
+// run sends req to the runner and reads its frames. The result is complete
+// with the result frame; the container exits right after it, and waiting
+// for that and removing it happen after run returns. A hardened sandbox is
+// never reusable.
+func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result, release func(reusable bool)) {
+	x := newExchange(lim)
+	exchanged := make(chan bool, 1)
+	go func() {
+		exchanged <- x.run(g.out, g.in, execFrame{
+			Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args,
+			Limits: lim.forRunner(Hardened),
+		})
+	}()
+
+	var fault bool
+	done := g.done
+	var grace <-chan time.Time
+	for ended := false; !ended; {
+		select {
+		case fault = <-exchanged:
+			ended = true
+		case <-done:
+			// Every process of the sandbox is gone once runsc run is, so
+			// the output pipe ends as soon as it is drained; bound that
+			// in case something unexpected still holds it open.
+			done = nil
+			grace = time.After(gvisorStopWait)
+		case <-grace:
+			g.out.Close()
+			grace = nil
+		case <-ctx.Done():
+			g.cancel(ctx, req, lim, res, x, exchanged)
+			release(false)
+			return
+		}
+	}
+	switch {
+	case fault:
+		g.stop()
+	case x.result != nil:
+		x.finish(res, exitInfo{}, lim)
+		go func() {
+			g.waitDone(gvisorStopWait)
+			release(false)
+		}()
+		return
+	default:
+		// The channel ended without a result: the container's exit says why.
+		select {
+		case <-g.done:
+		case <-ctx.Done():
+			g.cancel(ctx, req, lim, res, nil, nil)
+		}
+	}
+	x.finish(res, g.exitInfo(), lim)
+	release(false)
+}
+
+// cancel ends an execution whose context is done: it stops the sandbox and,
+// if x is not nil, waits for the exchange to end and finishes the result.
+func (g *gvisor) cancel(ctx context.Context, req *Request, lim Limits, res *Result, x *exchange, exchanged <-chan bool) {
+	res.Error = stopped(ctx, req.Timeout)
+	g.stop()
+	if x == nil {
+		return
+	}
+	g.in.Close()
+	g.out.Close()
+	<-exchanged
+	x.finish(res, g.exitInfo(), lim)
+}
+
+// exitInfo is how the container ended, if it has.
+func (g *gvisor) exitInfo() exitInfo {
+	select {
+	case <-g.done:
+		return g.exit
+	default:
+		return exitInfo{}
+	}
+}
+
+// gvisorSpec is everything a hardened sandbox's OCI configuration depends on.
+type gvisorSpec struct {
+	Rootfs    string     // empty directory, the container's read-only root
+	Python    string     // interpreter, visible through /usr or ReadOnly
+	ReadOnly  []hostBind // host paths shown read-only (etc files, a Python outside /usr)
+	Runtime   string     // directory with the runner, mounted at RuntimeMount
+	Workspace string     // the workspace, mounted read-write at WorkspaceMount
+	TmpSize   int64
+	OpenFiles int
+	Args      []string // the container's command; nil means the runner in --oneshot mode
+}
+
+// hostBind is a host path bound into the container.
+type hostBind struct {
+	Source string // host path, symlinks resolved
+	Dest   string // path in the container
+	Dir    bool
+}
+
+// hostBinds returns binds for those of paths that exist on the host, each at
+// its own path. A symlink (/etc/localtime) is bound as what it points to.
+func hostBinds(paths []string) []hostBind {
+	var binds []hostBind
+	for _, p := range paths {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		info, err := os.Stat(real)
+		if err != nil {
+			continue
+		}
+		binds = append(binds, hostBind{Source: real, Dest: p, Dir: info.IsDir()})
+	}
+	return binds
+}
+
+// The subset of the OCI runtime specification that runsc needs here.
+type (
+	ociSpec struct {
+		Version  string     `json:"ociVersion"`
+		Process  ociProcess `json:"process"`
+		Root     ociRoot    `json:"root"`
+		Hostname string     `json:"hostname"`
+		Mounts   []ociMount `json:"mounts"`
+		Linux    ociLinux   `json:"linux"`
+	}
+	ociProcess struct {
+		Terminal        bool        `json:"terminal"`
+		User            ociUser     `json:"user"`
+		Args            []string    `json:"args"`
+		Env             []string    `json:"env"`
+		Cwd             string      `json:"cwd"`
+		Capabilities    ociCaps     `json:"capabilities"`
+		Rlimits         []ociRlimit `json:"rlimits"`
+		NoNewPrivileges bool        `json:"noNewPrivileges"`
+	}
+	ociUser struct {
+		UID            uint32   `json:"uid"`
+		GID            uint32   `json:"gid"`
+		AdditionalGids []uint32 `json:"additionalGids"`
+	}
+	ociCaps struct {
+		Bounding    []string `json:"bounding"`
+		Effective   []string `json:"effective"`
+		Inheritable []string `json:"inheritable"`
+		Permitted   []string `json:"permitted"`
+		Ambient     []string `json:"ambient"`
+	}
+	ociRlimit struct {
+		Type string `json:"type"`
+		Hard uint64 `json:"hard"`
+		Soft uint64 `json:"soft"`
+	}
+	ociRoot struct {
+		Path     string `json:"path"`
+		Readonly bool   `json:"readonly"`
+	}
+	ociMount struct {
+		Destination string   `json:"destination"`
+		Type        string   `json:"type"`
+		Source      string   `json:"source"`
+		Options     []string `json:"options,omitempty"`
+	}
+	ociLinux struct {
+		Namespaces []ociNamespace `json:"namespaces"`
+	}
+	ociNamespace struct {
+		Type string `json:"type"`
+	}
+)
+
+// ociConfig builds the OCI configuration of a hardened sandbox. It is a pure
+// function so the policy can be read and tested as data, like bwrapArgs.
+func ociConfig(s gvisorSpec) ociSpec {
+	bind := func(src, dst string, rw bool) ociMount {
+		mode := "ro"
+		if rw {
+			mode = "rw"
+		}
+		return ociMount{Destination: dst, Type: "bind", Source: src, Options: []string{"rbind", mode, "nosuid", "nodev"}}
+	}
+	tmpfs := func(dst string) ociMount {
+		return ociMount{Destination: dst, Type: "tmpfs", Source: "tmpfs",
+			Options: []string{"nosuid", "nodev", "mode=1777", "size=" + strconv.FormatInt(s.TmpSize, 10)}}
+	}
+	mounts := []ociMount{bind("/usr", "/usr", false)}
+	for _, b := range s.ReadOnly {
+		mounts = append(mounts, bind(b.Source, b.Dest, false))
+	}
+	mounts = append(mounts,
+		ociMount{Destination: "/proc", Type: "proc", Source: "proc"},
+		tmpfs("/tmp"),
+		tmpfs("/dev/shm"),
+		bind(s.Runtime, RuntimeMount, false),
+		bind(s.Workspace, WorkspaceMount, true),
+	)
+	env := make([]string, 0, len(sandboxEnv))
+	for _, kv := range sandboxEnv {
+		env = append(env, kv[0]+"="+kv[1])
+	}
+	args := s.Args
+	if args == nil {
+		args = []string{s.Python, "-I", "-B", RuntimeMount + "/codecell_runner.py", "--oneshot"}
+	}
+	none := []string{}
+	files := uint64(s.OpenFiles)
+	return ociSpec{
+		Version: "1.0.2",
+		Process: ociProcess{
+			User: ociUser{UID: sandboxUID, GID: sandboxUID, AdditionalGids: []uint32{}},
+			Args: args,
+			Env:  env,
+			Cwd:  WorkspaceMount,
+			Capabilities: ociCaps{
+				Bounding: none, Effective: none, Inheritable: none, Permitted: none, Ambient: none,
+			},
+			Rlimits: []ociRlimit{
+				{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+				{Type: "RLIMIT_NOFILE", Hard: files, Soft: files},
+			},
+			NoNewPrivileges: true,
+		},
+		Root:     ociRoot{Path: s.Rootfs, Readonly: true},
+		Hostname: "codecell",
+		Mounts:   mounts,
+		Linux: ociLinux{Namespaces: []ociNamespace{
+			{Type: "pid"}, {Type: "network"}, {Type: "ipc"}, {Type: "uts"}, {Type: "mount"},
+		}},
+	}
+}
+
+// writeBundle creates an OCI bundle for s in dir: config.json and the empty
+// root with a mount point for every mount, so runsc never has to create one
+// (the root is read-only to the container, not to runsc's gofer).
+func writeBundle(dir string, s gvisorSpec) error {
+	spec := ociConfig(s)
+	if err := os.MkdirAll(s.Rootfs, 0o755); err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	// The container's / is this directory, with its mode: the sandbox user
+	// must be able to search it whatever the umask.
+	if err := os.Chmod(s.Rootfs, 0o755); err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	for _, l := range [][2]string{{"usr/bin", "bin"}, {"usr/sbin", "sbin"}, {"usr/lib", "lib"}, {"usr/lib64", "lib64"}} {
+		if err := os.Symlink(l[0], filepath.Join(s.Rootfs, l[1])); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("bundle: %w", err)
+		}
+	}
+	files := map[string]bool{}
+	for _, b := range s.ReadOnly {
+		files[b.Dest] = !b.Dir
+	}
+	for _, mnt := range spec.Mounts {
+		p := filepath.Join(s.Rootfs, mnt.Destination)
+		if files[mnt.Destination] {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return fmt.Errorf("bundle: %w", err)
+			}
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_RDONLY, 0o644)
+			if err != nil {
+				return fmt.Errorf("bundle: %w", err)
+			}
+			f.Close()
+			continue
+		}
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return fmt.Errorf("bundle: %w", err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(s.Rootfs, "dev"), 0o755); err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	data, err := json.MarshalIndent(spec, "", "\t")
+	if err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), data, 0o600); err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	return nil
+}
+
+// probeGVisor starts the smallest hardened sandbox the way Manager does (an
+// OCI bundle under runsc run) with python, for Check.
+func probeGVisor(ctx context.Context, python string) error {
+	dir, err := os.MkdirTemp("", "codecell-gvisor-check-")
+	if err != nil {
+		return fmt.Errorf("%w: gVisor (runsc): %v", ErrUnavailable, err)
+	}
+	defer os.RemoveAll(dir)
+	for _, d := range []string{"state", "runtime", "workspace"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			return fmt.Errorf("%w: gVisor (runsc): %v", ErrUnavailable, err)
+		}
+	}
+	ro := hostBinds(etcFiles)
+	if real, err := filepath.EvalSymlinks(python); err == nil && !strings.HasPrefix(real, "/usr/") {
+		prefix := filepath.Dir(filepath.Dir(real))
+		ro = append(ro, hostBind{Source: prefix, Dest: prefix, Dir: true})
+	}
+	spec := gvisorSpec{
+		Rootfs:    filepath.Join(dir, "bundle", "rootfs"),
+		Python:    python,
+		ReadOnly:  ro,
+		Runtime:   filepath.Join(dir, "runtime"),
+		Workspace: filepath.Join(dir, "workspace"),
+		TmpSize:   1 << 20,
+		OpenFiles: 64,
+		Args:      []string{python, "-I", "-S", "-c", "pass"},
+	}
+	if err := writeBundle(filepath.Join(dir, "bundle"), spec); err != nil {
+		return fmt.Errorf("%w: gVisor (runsc): %v", ErrUnavailable, err)
+	}
+	id, err := containerID()
+	if err != nil {
+		return fmt.Errorf("%w: gVisor (runsc): %v", ErrUnavailable, err)
+	}
+	root := filepath.Join(dir, "state")
+	cmd := exec.CommandContext(ctx, RunscPath, runscArgs(root, "run", "--bundle", filepath.Join(dir, "bundle"), id)...)
+	cmd.Env = minimalEnv
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// Should the probe be cancelled, the sandbox dies with runsc run (it
+	// is started attached) and its state with the temporary directory.
+	return probe(ctx, cmd, "gVisor (runsc)")
 }

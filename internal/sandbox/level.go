@@ -72,10 +72,7 @@ func Check(ctx context.Context, level Level, python string) error {
 		if _, err := os.Stat(RunscPath); err != nil {
 			return fmt.Errorf("%w: hardened needs gVisor's runsc at %s (install it: apt-get install runsc)", ErrUnavailable, RunscPath)
 		}
-		cmd := exec.CommandContext(ctx, RunscPath, "--network=none", "--ignore-cgroups", "do", python, "-I", "-S", "-c", "pass")
-		cmd.Env = minimalEnv
-		cmd.Dir = "/"
-		return probe(ctx, cmd, "gVisor (runsc)")
+		return probeGVisor(ctx, python)
 	}
 	return fmt.Errorf("unknown isolation level %q", level)
 }

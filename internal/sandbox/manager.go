@@ -42,8 +42,13 @@ type Manager struct {
 	mu       sync.Mutex // guards the fields below
 	idle     map[string][]sandbox
 	starting map[string]int
-	closed   bool
-	wg       sync.WaitGroup // refill goroutines
+	// releasing counts sandboxes whose execution returned but whose
+	// clean-up is still being reported; they come back in about a
+	// millisecond, far sooner than a new one starts.
+	releasing map[string]int
+	returned  chan struct{} // closed and replaced whenever one comes back
+	closed    bool
+	wg        sync.WaitGroup // refill goroutines
 
 	errMu   sync.Mutex
 	errTail bytes.Buffer // the last sandbox stderr, for start errors
@@ -51,9 +56,11 @@ type Manager struct {
 
 // sandbox is one warm sandbox of any level.
 type sandbox interface {
-	// run executes req, filling res, and reports whether the sandbox can
-	// serve another execution.
-	run(ctx context.Context, req *Request, lim Limits, res *Result) (reusable bool)
+	// run executes req and fills res before it returns. It calls release
+	// exactly once, possibly after returning (a fork server reports its
+	// clean-up after the result is in), saying whether the sandbox can serve
+	// another execution.
+	run(ctx context.Context, req *Request, lim Limits, res *Result, release func(reusable bool))
 	kill()
 	alive() bool
 }
@@ -87,12 +94,14 @@ func New(opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{
-		opts:     opts,
-		limits:   opts.Limits.withDefaults(),
-		runtime:  rt,
-		log:      log,
-		idle:     map[string][]sandbox{},
-		starting: map[string]int{},
+		opts:      opts,
+		limits:    opts.Limits.withDefaults(),
+		runtime:   rt,
+		log:       log,
+		idle:      map[string][]sandbox{},
+		starting:  map[string]int{},
+		releasing: map[string]int{},
+		returned:  make(chan struct{}),
 	}
 	if real, err := filepath.EvalSymlinks(opts.Python); err == nil && !strings.HasPrefix(real, "/usr/") {
 		// A Python outside /usr (a venv, /opt) needs its prefix visible.
@@ -132,12 +141,21 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 		}
 		return res
 	}
-	if sb.run(ctx, &req, m.limits, res) {
-		m.put(req.Workspace, sb)
-	} else {
-		sb.kill()
-	}
-	m.refill(req.Workspace)
+	m.mu.Lock()
+	m.releasing[req.Workspace]++
+	m.mu.Unlock()
+	sb.run(ctx, &req, m.limits, res, func(reusable bool) {
+		m.mu.Lock()
+		m.releasing[req.Workspace]--
+		m.mu.Unlock()
+		if reusable {
+			m.put(req.Workspace, sb)
+		} else {
+			m.signalReturned()
+			sb.kill()
+		}
+		m.refill(req.Workspace)
+	})
 	return res
 }
 
@@ -182,23 +200,52 @@ func (m *Manager) Close() error {
 	return nil
 }
 
+// returnWait bounds how long get waits for a sandbox that is finishing its
+// clean-up before it starts a new one instead.
+const returnWait = 100 * time.Millisecond
+
 func (m *Manager) get(ctx context.Context, workspace string) (sandbox, error) {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, errors.New("sandbox manager is closed")
-	}
-	for list := m.idle[workspace]; len(list) > 0; list = m.idle[workspace] {
-		sb := list[len(list)-1]
-		m.idle[workspace] = list[:len(list)-1]
-		if sb.alive() {
+	deadline := time.NewTimer(returnWait)
+	defer deadline.Stop()
+	for {
+		m.mu.Lock()
+		if m.closed {
 			m.mu.Unlock()
-			return sb, nil
+			return nil, errors.New("sandbox manager is closed")
 		}
-		go sb.kill()
+		// Oldest first: a sandbox just put back may still be preparing its
+		// next process, one that waited longer is ready.
+		for list := m.idle[workspace]; len(list) > 0; list = m.idle[workspace] {
+			sb := list[0]
+			m.idle[workspace] = list[1:]
+			if sb.alive() {
+				m.mu.Unlock()
+				return sb, nil
+			}
+			go sb.kill()
+		}
+		waiting := m.releasing[workspace] > 0
+		returned := m.returned
+		m.mu.Unlock()
+		if !waiting {
+			return m.start(ctx, workspace)
+		}
+		select {
+		case <-returned:
+		case <-deadline.C:
+			return m.start(ctx, workspace)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
+}
+
+// signalReturned wakes every get waiting for a sandbox to come back.
+func (m *Manager) signalReturned() {
+	m.mu.Lock()
+	close(m.returned)
+	m.returned = make(chan struct{})
 	m.mu.Unlock()
-	return m.start(ctx, workspace)
 }
 
 func (m *Manager) put(workspace string, sb sandbox) {
@@ -209,6 +256,8 @@ func (m *Manager) put(workspace string, sb sandbox) {
 		return
 	}
 	m.idle[workspace] = append(m.idle[workspace], sb)
+	close(m.returned)
+	m.returned = make(chan struct{})
 	m.mu.Unlock()
 }
 
@@ -259,9 +308,9 @@ func (m *Manager) prepareWorkspace(dir string) error {
 	if os.Geteuid() == 0 && m.opts.Level != Development {
 		// The directory belongs to whichever host user the sandbox's user
 		// maps to (see HostUser).
-		owner := 0
-		if m.HostUser(dir) == "nobody" {
-			owner = sandboxUID
+		owner := sandboxUID
+		if m.opts.Level == Production && m.HostUser(dir) == "root" {
+			owner = 0
 		}
 		if err := os.Chown(dir, owner, owner); err != nil {
 			return fmt.Errorf("workspace: %w", err)

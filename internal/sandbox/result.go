@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Error types that are not Python exception names (SPEC §4.1).
@@ -60,32 +59,31 @@ func failure(typ, format string, args ...any) *ExecError {
 // capture keeps the first limit bytes of a stream and counts the rest.
 type capture struct {
 	limit   int64
-	buf     strings.Builder
+	buf     []byte
 	dropped int64
 }
 
-func (c *capture) add(s string) {
-	room := c.limit - int64(c.buf.Len())
-	if room >= int64(len(s)) {
-		c.buf.WriteString(s)
+func (c *capture) add(p []byte) {
+	room := c.limit - int64(len(c.buf))
+	if room >= int64(len(p)) {
+		c.buf = append(c.buf, p...)
 		return
 	}
 	if room > 0 {
-		cut := int(room)
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		c.buf.WriteString(s[:cut])
-		s = s[cut:]
+		c.buf = append(c.buf, p[:room]...)
+		p = p[room:]
 	}
-	c.dropped += int64(len(s))
+	c.dropped += int64(len(p))
 }
 
+// text is the kept output as valid UTF-8 (what is not is replaced, including
+// a character cut at the limit), with a note of what was dropped.
 func (c *capture) text() string {
+	s := strings.ToValidUTF8(string(c.buf), "\uFFFD")
 	if c.dropped == 0 {
-		return c.buf.String()
+		return s
 	}
-	return c.buf.String() + fmt.Sprintf("\n[codecell: output truncated, %d more bytes dropped]", c.dropped)
+	return s + fmt.Sprintf("\n[codecell: output truncated, %d more bytes dropped]", c.dropped)
 }
 
 // resultFrame is the runner's "result" frame.

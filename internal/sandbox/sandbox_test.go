@@ -39,7 +39,7 @@ func exec1(t testing.TB, m *Manager, ws, code string, timeout time.Duration) *Re
 }
 
 func TestBasics(t *testing.T) {
-	for _, level := range []Level{Development, Production} {
+	for _, level := range []Level{Development, Production, Hardened} {
 		t.Run(string(level), func(t *testing.T) {
 			m, ws := newTestManager(t, level, Limits{}, 1)
 			tests := []struct {

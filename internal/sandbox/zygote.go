@@ -227,12 +227,17 @@ func (z *zygote) readControl() {
 
 // kill ends the whole sandbox: bubblewrap's process group, and with it the
 // PID namespace (its init dies with its parent, and every process in the
-// namespace with its init). In development it kills the zygote's group; a
-// child that left it with setsid is outside this reach, which is one reason
-// development is not isolation.
+// namespace with its init). Development has no namespace: it kills every
+// process below the zygote first (the execution's process leaves the
+// zygote's group with setsid, so the group alone would not reach it), then
+// the zygote's group. A process that got out from under the zygote is
+// outside this reach, which is one reason development is not isolation.
 func (z *zygote) kill() {
 	z.once.Do(func() {
 		if z.cmd.Process != nil {
+			if z.level == Development {
+				killDescendants(z.cmd.Process.Pid)
+			}
 			syscall.Kill(-z.cmd.Process.Pid, syscall.SIGKILL)
 		}
 		z.ctl.Close()
@@ -252,82 +257,180 @@ func (z *zygote) alive() bool {
 	}
 }
 
-// run executes one request in a fresh child. It reports whether the zygote
-// may serve another execution.
-func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result) (reusable bool) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+// releaseWait bounds how long a zygote may take to report the clean-up of
+// an execution whose result is already in; past it the zygote is discarded.
+const releaseWait = 10 * time.Second
+
+// run executes one request in a fresh child: a channel socket and the two
+// output pipes go to the zygote as descriptors, which hands them to its
+// pre-forked child. The result is complete once the result frame and the
+// end of both pipes are in; the zygote's clean-up report ("exited") then
+// decides, in the background, whether it goes back to the pool.
+func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result, release func(reusable bool)) {
+	x := newExchange(lim)
+	chanHost, chanChild, err := socketPair()
 	if err != nil {
 		res.Error = failure(ErrSandbox, "channel socket: %v", err)
-		return true
+		release(true)
+		return
 	}
-	unix.SetNonblock(fds[0], true)
-	hostEnd := os.NewFile(uintptr(fds[0]), "chan")
-	childEnd := os.NewFile(uintptr(fds[1]), "chan-child")
-	defer hostEnd.Close()
-
+	defer chanHost.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		chanChild.Close()
+		res.Error = failure(ErrSandbox, "output pipe: %v", err)
+		release(true)
+		return
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		chanChild.Close()
+		outR.Close()
+		outW.Close()
+		res.Error = failure(ErrSandbox, "output pipe: %v", err)
+		release(true)
+		return
+	}
+	defer outR.Close()
+	defer errR.Close()
 	spawn, _ := json.Marshal(spawnMsg{Type: "spawn", Limits: lim.forRunner(z.level)})
-	_, _, err = z.ctl.WriteMsgUnix(spawn, unix.UnixRights(int(childEnd.Fd())), nil)
-	childEnd.Close()
+	_, _, err = z.ctl.WriteMsgUnix(spawn, unix.UnixRights(int(chanChild.Fd()), int(outW.Fd()), int(errW.Fd())), nil)
+	chanChild.Close()
+	outW.Close()
+	errW.Close()
 	if err != nil {
 		res.Error = failure(ErrSandbox, "the sandbox is gone: %v", err)
-		return false
+		release(false)
+		return
 	}
 
-	x := newExchange(lim)
-	exchanged := make(chan bool, 1)
+	// Three readers: the channel and the two pipes. Each reports whether it
+	// stopped on a fault.
+	readers := make(chan bool, 3)
 	go func() {
-		exchanged <- x.run(hostEnd, hostEnd, execFrame{
+		readers <- x.run(chanHost, chanHost, execFrame{
 			Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args,
 			Limits: lim.forRunner(z.level),
-		}, lim)
+		})
 	}()
+	go func() { readers <- x.readPipe(outR, "stdout") }()
+	go func() { readers <- x.readPipe(errR, "stderr") }()
+	stopReaders := func() {
+		chanHost.Close()
+		outR.Close()
+		errR.Close()
+	}
 
 	var exit exitInfo
-	clean, gotExit, gotChannelEnd := false, false, false
-	for !(gotExit && gotChannelEnd) {
+	var exited *ctlMsg
+	zygoteGone := false
+	for pending := 3; pending > 0; {
 		select {
-		case fault := <-exchanged:
-			gotChannelEnd = true
+		case fault := <-readers:
+			pending--
 			if fault {
 				z.kill()
+				stopReaders()
 			}
 		case msg, ok := <-z.msgs:
 			if !ok {
 				// The zygote died (killed by the code, or by the kernel):
 				// end whatever is left of the sandbox.
-				gotExit = true
+				zygoteGone = true
 				z.kill()
-				if !gotChannelEnd {
-					hostEnd.Close()
-				}
+				stopReaders()
 				continue
 			}
-			if msg.Type != "exited" {
-				continue
-			}
-			gotExit, clean = true, msg.Clean
-			exit.known = true
-			if msg.Signal != nil {
-				exit.signal = *msg.Signal
-			}
-			if msg.Status != nil {
-				exit.status = *msg.Status
+			if msg.Type == "exited" {
+				exited = &msg
+				// Every process of the execution is dead now; whatever
+				// still holds a pipe open is gone, so the readers end.
 			}
 		case <-ctx.Done():
-			if errors.Is(context.Cause(ctx), errTimeout) {
-				res.Error = failure(ErrTimeout, "the code ran longer than its %s timeout and was stopped", req.Timeout)
-			} else {
-				res.Error = failure(ErrKilled, "the execution was cancelled: %v", context.Cause(ctx))
-			}
+			res.Error = stopped(ctx, req.Timeout)
 			z.kill()
-			hostEnd.Close()
-			if !gotChannelEnd {
-				<-exchanged
+			stopReaders()
+			for ; pending > 0; pending-- {
+				<-readers
 			}
 			x.finish(res, exit, lim)
-			return false
+			release(false)
+			return
+		}
+	}
+	if exited != nil {
+		exit = exited.exitInfo()
+	} else if !zygoteGone && x.result == nil && x.fault == nil {
+		// No result: the exit status says why, so wait for it.
+		exited = z.awaitExited(ctx)
+		if exited != nil {
+			exit = exited.exitInfo()
 		}
 	}
 	x.finish(res, exit, lim)
-	return clean && x.fault == nil && z.alive()
+	if x.fault != nil || zygoteGone {
+		release(false)
+		return
+	}
+	if exited != nil {
+		release(exited.Clean && z.alive())
+		return
+	}
+	go func() {
+		msg := z.awaitExited(context.Background())
+		release(msg != nil && msg.Clean && z.alive())
+	}()
+}
+
+// awaitExited waits for the zygote's clean-up report of the current
+// execution; nil means the zygote died or took too long.
+func (z *zygote) awaitExited(ctx context.Context) *ctlMsg {
+	timer := time.NewTimer(releaseWait)
+	defer timer.Stop()
+	for {
+		select {
+		case msg, ok := <-z.msgs:
+			if !ok {
+				return nil
+			}
+			if msg.Type == "exited" {
+				return &msg
+			}
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+func (m ctlMsg) exitInfo() exitInfo {
+	e := exitInfo{known: true}
+	if m.Signal != nil {
+		e.signal = *m.Signal
+	}
+	if m.Status != nil {
+		e.status = *m.Status
+	}
+	return e
+}
+
+// socketPair returns a connected stream socket pair: a non-blocking host end
+// (so closing it interrupts a pending read) and the end for the sandbox.
+func socketPair() (host, child *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	unix.SetNonblock(fds[0], true)
+	return os.NewFile(uintptr(fds[0]), "chan"), os.NewFile(uintptr(fds[1]), "chan-child"), nil
+}
+
+// stopped is the error of an execution ended by its context: Timeout when
+// its own deadline passed, Killed when it was cancelled.
+func stopped(ctx context.Context, timeout time.Duration) *ExecError {
+	if errors.Is(context.Cause(ctx), errTimeout) {
+		return failure(ErrTimeout, "the code ran longer than its %s timeout and was stopped", timeout)
+	}
+	return failure(ErrKilled, "the execution was cancelled: %v", context.Cause(ctx))
 }

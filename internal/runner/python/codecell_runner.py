@@ -3,14 +3,16 @@
 The host starts this file inside the sandbox. Two modes:
 
   --zygote FD   Fork server. FD is a SOCK_SEQPACKET control socket to the host.
-                For every "spawn" message (which carries one fresh channel
-                socket as SCM_RIGHTS) it forks a child that runs exactly one
-                execution over that channel. The zygote itself never sees user
+                For every "spawn" message (which carries a fresh channel
+                socket and the stdout and stderr pipes as SCM_RIGHTS) it hands
+                them to a child forked ahead of need, which runs exactly one
+                execution. The zygote itself never sees user
                 code. After the child exits it kills every other process in the
                 sandbox, wipes /tmp, reaps, and reports "exited". Executions in
                 one zygote are serial, so nothing of one survives into the next.
   --oneshot     One execution over stdin (frames in) and stdout (frames out),
-                then exit. Used where descriptors cannot be passed (gVisor).
+                then exit. It sends a "ready" frame first, then waits for the
+                exec frame. Used where descriptors cannot be passed (gVisor).
 
 Frames are a 4-byte big-endian length and a JSON object with a "type" (see
 internal/channel). This file is not a security boundary: the sandbox is. It
@@ -22,6 +24,7 @@ import ast
 import builtins
 import codecs
 import ctypes
+import gc
 import io
 import json
 import linecache
@@ -193,16 +196,24 @@ def run_cell(code, glb):
     return False, None
 
 
-def execute(chan, req):
-    """Runs one exec request in this process with fds 1 and 2 captured."""
+def execute(chan, req, outfds=None):
+    """Runs one exec request in this process with fds 1 and 2 captured.
+
+    outfds are the write ends of the host's stdout and stderr pipes where
+    descriptors can be passed (zygote mode); otherwise output is forwarded
+    over the channel as frames by two threads.
+    """
     limits = req.get("limits", {})
     pipes = {}
     for fd, name in ((1, "stdout"), (2, "stderr")):
-        r, w = os.pipe()
+        if outfds:
+            w = outfds[fd - 1]
+        else:
+            r, w = os.pipe()
+            pipes[name] = Forwarder(chan, name, r)
+            pipes[name].start()
         os.dup2(w, fd)
         os.close(w)
-        pipes[name] = Forwarder(chan, name, r)
-        pipes[name].start()
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -249,8 +260,11 @@ def execute(chan, req):
     chan.send(out)
 
 
-def child_main(chan, limits):
-    os.setsid()
+def child_main(chan, limits, outfds=None):
+    try:
+        os.setsid()
+    except OSError:
+        pass  # already a session leader: init of a --oneshot sandbox
     _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -260,7 +274,7 @@ def child_main(chan, limits):
             raise ValueError("expected exec frame")
         req["limits"] = dict(limits, **req.get("limits", {}))
         apply_limits(req["limits"])
-        execute(chan, req)
+        execute(chan, req, outfds)
     except BaseException as e:
         try:
             chan.send({"type": "result", "ok": False,
@@ -268,6 +282,12 @@ def child_main(chan, limits):
         except BaseException:
             pass
         os._exit(70)
+    # Closing the channel before exiting lets the host see its end now, not
+    # after the address space is torn down.
+    try:
+        os.close(chan.wfd)
+    except OSError:
+        pass
     os._exit(0)
 
 
@@ -323,6 +343,53 @@ def wipe(path):
     return ok
 
 
+def recv_fds(sock):
+    """Receives one message and the descriptors passed with it."""
+    data, anc, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(16 * struct.calcsize("i")))
+    fds = []
+    for level, kind, payload in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            n = len(payload) // struct.calcsize("i")
+            fds.extend(struct.unpack("%di" % n, payload[: n * struct.calcsize("i")]))
+    return data, fds
+
+
+def warm_up():
+    """Runs the execution path once on nothing, so the copy-on-write faults
+    and lazy initialisation it costs happen before a request, not during."""
+    glb = {"__name__": "__main__", "__builtins__": builtins}
+    run_cell("pass\n1", glb)
+    encode_result({"a": [1, 2.5, "x", None]}, 1 << 20)
+    json.loads(json.dumps({"type": "result", "ok": True, "error": None}))
+    codecs.getincrementaldecoder("utf-8")("replace").decode(b"x")
+
+
+def prefork(ctl):
+    """Forks the next execution's process ahead of need.
+
+    It warms up, then waits on a private socket for its channel. It is
+    forked from the zygote after the previous execution was cleaned up, so
+    no execution has touched it.
+    """
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        ctl.close()
+        mine.close()
+        warm_up()
+        try:
+            data, fds = recv_fds(theirs)
+        except OSError:
+            os._exit(0)
+        theirs.close()
+        if not data or len(fds) != 3:
+            os._exit(0)
+        os.set_inheritable(fds[0], False)  # the code's subprocesses get no channel
+        child_main(Channel(fds[0], fds[0]), json.loads(data).get("limits", {}), fds[1:])
+    theirs.close()
+    return pid, mine
+
+
 def zygote(ctl_fd, isolated, scratch):
     # Not dumpable: the code's processes (same uid) cannot read this one's
     # memory or descriptors through /proc; ptrace is also denied by seccomp.
@@ -330,28 +397,30 @@ def zygote(ctl_fd, isolated, scratch):
     # Orphans of an execution re-parent here so they can be reaped.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     ctl = socket.socket(fileno=ctl_fd)
+    warm_up()
+    # Objects alive now are never collected: the garbage collector then
+    # leaves their pages alone in forked children (fewer copy-on-write faults).
+    gc.freeze()
+    pending = prefork(ctl)
     ctl.send(json.dumps({"type": "ready", "pid": os.getpid()}).encode())
-    fds_size = socket.CMSG_SPACE(struct.calcsize("i"))
     while True:
         try:
-            data, anc, _, _ = ctl.recvmsg(65536, fds_size)
+            data, fds = recv_fds(ctl)
         except OSError:
             os._exit(0)
         if not data:
             os._exit(0)
-        fds = []
-        for level, kind, payload in anc:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.extend(struct.unpack("%di" % (len(payload) // 4), payload[: len(payload) // 4 * 4]))
         msg = json.loads(data)
-        if msg.get("type") != "spawn" or len(fds) != 1:
+        if msg.get("type") != "spawn" or len(fds) != 3:
             os._exit(65)
-        pid = os.fork()
-        if pid == 0:
-            ctl.close()
-            chan = Channel(fds[0], fds[0])
-            child_main(chan, msg.get("limits", {}))
-        os.close(fds[0])
+        pid, pipe = pending
+        try:
+            pipe.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("3i", *fds))])
+        except OSError:
+            pass  # it died waiting; the host sees the channel end without a result
+        pipe.close()
+        for fd in fds:
+            os.close(fd)
         _, status = os.waitpid(pid, 0)
         if not isolated:
             try:
@@ -367,11 +436,15 @@ def zygote(ctl_fd, isolated, scratch):
         else:
             report["status"] = os.WEXITSTATUS(status)
         ctl.send(json.dumps(report).encode())
+        pending = prefork(ctl)
 
 
 def oneshot():
     rfd, wfd = os.dup(0), os.dup(1)
     chan = Channel(rfd, wfd)
+    # The host starts one-shot sandboxes ahead of need; this says the
+    # interpreter is up and waiting for its exec frame.
+    chan.send({"type": "ready"})
     child_main(chan, {})
 
 

@@ -1,0 +1,371 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestGVisorSpec(t *testing.T) {
+	s := gvisorSpec{
+		Rootfs:    "/state/gvisor/c1/rootfs",
+		Python:    "/usr/bin/python3",
+		ReadOnly:  []hostBind{{Source: "/usr/share/zoneinfo/Etc/UTC", Dest: "/etc/localtime"}, {Source: "/opt/py", Dest: "/opt/py", Dir: true}},
+		Runtime:   "/state/runtime/abc",
+		Workspace: "/data/ws/main",
+		TmpSize:   1 << 20,
+		OpenFiles: 100,
+	}
+	spec := ociConfig(s)
+	mount := func(dst string) ociMount {
+		for _, m := range spec.Mounts {
+			if m.Destination == dst {
+				return m
+			}
+		}
+		t.Fatalf("no mount at %s in %+v", dst, spec.Mounts)
+		return ociMount{}
+	}
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"root is the empty directory, read-only", spec.Root, ociRoot{Path: s.Rootfs, Readonly: true}},
+		{"unprivileged user", spec.Process.User, ociUser{UID: sandboxUID, GID: sandboxUID, AdditionalGids: []uint32{}}},
+		{"no new privileges", spec.Process.NoNewPrivileges, true},
+		{"no capabilities", toJSON(spec.Process.Capabilities), `{"bounding":[],"effective":[],"inheritable":[],"permitted":[],"ambient":[]}`},
+		{"runner in one-shot mode", spec.Process.Args, []string{"/usr/bin/python3", "-I", "-B", "/codecell/codecell_runner.py", "--oneshot"}},
+		{"working directory", spec.Process.Cwd, WorkspaceMount},
+		{"environment", spec.Process.Env, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "TMPDIR=/tmp", "LANG=C.UTF-8", "PYTHONUNBUFFERED=1", "MPLBACKEND=Agg"}},
+		{"rlimits", spec.Process.Rlimits, []ociRlimit{{Type: "RLIMIT_CORE"}, {Type: "RLIMIT_NOFILE", Hard: 100, Soft: 100}}},
+		{"hostname", spec.Hostname, "codecell"},
+		{"namespaces", toJSON(spec.Linux.Namespaces), `[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]`},
+		{"/usr read-only", mount("/usr"), ociMount{Destination: "/usr", Type: "bind", Source: "/usr", Options: []string{"rbind", "ro", "nosuid", "nodev"}}},
+		{"etc file read-only, resolved", mount("/etc/localtime").Source + " " + mount("/etc/localtime").Options[1], "/usr/share/zoneinfo/Etc/UTC ro"},
+		{"extra prefix read-only", mount("/opt/py").Options[1], "ro"},
+		{"runner read-only", mount(RuntimeMount), ociMount{Destination: RuntimeMount, Type: "bind", Source: s.Runtime, Options: []string{"rbind", "ro", "nosuid", "nodev"}}},
+		{"workspace read-write", mount(WorkspaceMount), ociMount{Destination: WorkspaceMount, Type: "bind", Source: s.Workspace, Options: []string{"rbind", "rw", "nosuid", "nodev"}}},
+		{"private /proc", mount("/proc").Type, "proc"},
+		{"size-capped /tmp", mount("/tmp").Options, []string{"nosuid", "nodev", "mode=1777", "size=1048576"}},
+		{"size-capped /dev/shm", mount("/dev/shm").Type + " " + strings.Join(mount("/dev/shm").Options, ","), "tmpfs nosuid,nodev,mode=1777,size=1048576"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if g, w := toJSON(tt.got), toJSON(tt.want); g != w {
+				t.Errorf("got  %s\nwant %s", g, w)
+			}
+		})
+	}
+	t.Run("nothing else of the host", func(t *testing.T) {
+		allowed := []string{"/usr", "/etc/localtime", "/opt/py", "/proc", "/tmp", "/dev/shm", RuntimeMount, WorkspaceMount}
+		for _, m := range spec.Mounts {
+			if !slices.Contains(allowed, m.Destination) {
+				t.Errorf("unexpected mount %+v", m)
+			}
+		}
+	})
+}
+
+func TestWriteBundle(t *testing.T) {
+	dir := t.TempDir()
+	s := gvisorSpec{
+		Rootfs:    filepath.Join(dir, "rootfs"),
+		Python:    python,
+		ReadOnly:  hostBinds([]string{"/etc/ld.so.cache", "/etc/ssl/certs", "/etc/no-such-file"}),
+		Runtime:   "/rt",
+		Workspace: "/ws",
+		TmpSize:   1 << 20,
+		OpenFiles: 64,
+	}
+	if err := writeBundle(dir, s); err != nil {
+		t.Fatal(err)
+	}
+	var spec ociSpec
+	data, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &spec); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range spec.Mounts {
+		if m.Destination == "/etc/no-such-file" {
+			t.Errorf("missing host file mounted: %+v", m)
+		}
+		info, err := os.Stat(filepath.Join(s.Rootfs, m.Destination))
+		if err != nil {
+			t.Errorf("no mount point for %s: %v", m.Destination, err)
+			continue
+		}
+		if m.Type == "bind" {
+			src, err := os.Stat(m.Source)
+			if err == nil && src.IsDir() != info.IsDir() {
+				t.Errorf("mount point %s: dir %v, source dir %v", m.Destination, info.IsDir(), src.IsDir())
+			}
+		}
+	}
+	if target, err := os.Readlink(filepath.Join(s.Rootfs, "lib")); err != nil || target != "usr/lib" {
+		t.Errorf("lib -> %q, %v", target, err)
+	}
+	if info, err := os.Stat(s.Rootfs); err != nil || info.Mode().Perm() != 0o755 {
+		t.Errorf("rootfs mode: %v %v", info.Mode(), err)
+	}
+}
+
+// procsMatching lists the processes whose command line contains needle.
+func procsMatching(needle string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var found []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if cmd := strings.ReplaceAll(string(b), "\x00", " "); strings.Contains(cmd, needle) {
+			found = append(found, e.Name()+": "+cmd)
+		}
+	}
+	return found
+}
+
+// assertNoProcs fails unless no process mentions needle within a few seconds.
+func assertNoProcs(t *testing.T, needle string) {
+	t.Helper()
+	var left []string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if left = procsMatching(needle); len(left) == 0 {
+			return
+		}
+	}
+	t.Errorf("processes left for %s:\n%s", needle, strings.Join(left, "\n"))
+}
+
+// idleGVisor waits for the pool to hold a warm hardened sandbox for ws and
+// returns it (still in the pool: the next Exec takes it).
+func idleGVisor(t *testing.T, m *Manager, ws string) *gvisor {
+	t.Helper()
+	m.Warm(ws)
+	for deadline := time.Now().Add(2 * startTimeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		m.mu.Lock()
+		list := m.idle[ws]
+		var g *gvisor
+		if len(list) > 0 {
+			g = list[len(list)-1].(*gvisor)
+		}
+		m.mu.Unlock()
+		if g != nil {
+			return g
+		}
+	}
+	t.Fatalf("no warm sandbox%s", m.lastStderr())
+	return nil
+}
+
+func TestHardened(t *testing.T) {
+	m, ws := newTestManager(t, Hardened, Limits{}, 1)
+	ok := func(t *testing.T, r *Result) {
+		t.Helper()
+		if !r.OK {
+			t.Fatalf("execution failed: %+v (stdout %q, stderr %q)", r.Error, r.Stdout, r.Stderr)
+		}
+	}
+	nextWorks := func(t *testing.T) {
+		t.Helper()
+		r := exec1(t, m, ws, "print('next')", 20*time.Second)
+		ok(t, r)
+		if r.Stdout != "next\n" {
+			t.Fatalf("next execution: stdout %q", r.Stdout)
+		}
+	}
+
+	t.Run("start time", func(t *testing.T) {
+		start := time.Now()
+		sb, err := m.startGVisor(context.Background(), ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("one hardened sandbox started (runsc run, runner ready) in %s", time.Since(start))
+		g := sb.(*gvisor)
+		if !g.alive() || len(procsMatching(g.id)) == 0 {
+			t.Fatalf("sandbox %s not running", g.id)
+		}
+		start = time.Now()
+		g.kill()
+		t.Logf("an idle hardened sandbox was killed in %s", time.Since(start))
+		assertNoProcs(t, g.id)
+		if _, err := os.Stat(g.bundle); !os.IsNotExist(err) {
+			t.Errorf("bundle left behind: %v", err)
+		}
+		if files := g.stateFiles(); len(files) > 0 {
+			t.Errorf("runsc state left behind: %v", files)
+		}
+
+		idleGVisor(t, m, ws)
+		start = time.Now()
+		ok(t, exec1(t, m, ws, "1", 20*time.Second))
+		t.Logf("an execution on a warm hardened sandbox took %s (including discarding it)", time.Since(start))
+	})
+
+	tests := []struct {
+		name, code string
+		context    map[string]any
+		stdout     string
+		result     any
+		errType    string
+		traceback  string
+	}{
+		{name: "print", code: "print('hi')", stdout: "hi\n"},
+		{name: "last expression", code: "x = 20\nx + 22", result: float64(42)},
+		{name: "context", code: "n * 2", context: map[string]any{"n": 21}, result: float64(42)},
+		{name: "exception", code: "def f():\n    raise ValueError('bad')\nf()", errType: "ValueError", traceback: "raise ValueError('bad')"},
+		{name: "os._exit", code: "import os; os._exit(4)", errType: "SystemExit"},
+		{name: "segfault", code: "import ctypes; ctypes.string_at(0)", errType: ErrKilled},
+		{name: "broken channel", code: "import os\nfor fd in range(3, 10):\n    try: os.write(fd, b'\\xff\\xff\\xff\\xffgarbage')\n    except OSError: pass\nimport time; time.sleep(5)", errType: ErrSandbox},
+		{name: "identity", code: "import os, socket\n[os.getuid(), os.getgid(), socket.gethostname(), os.getcwd()]",
+			result: []any{float64(sandboxUID), float64(sandboxUID), "codecell", WorkspaceMount}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := m.Exec(context.Background(), Request{Workspace: ws, Code: tt.code, Context: tt.context, Timeout: 20 * time.Second})
+			if tt.errType == "" {
+				ok(t, r)
+			} else if r.OK || r.Error == nil || r.Error.Type != tt.errType {
+				t.Fatalf("error = %+v, want type %s (stderr %q)", r.Error, tt.errType, r.Stderr)
+			}
+			if r.Stdout != tt.stdout {
+				t.Errorf("stdout %q, want %q", r.Stdout, tt.stdout)
+			}
+			if tt.result != nil && !equalJSON(r.Result, tt.result) {
+				t.Errorf("result = %#v, want %#v", r.Result, tt.result)
+			}
+			if tt.traceback != "" && (!strings.Contains(r.Error.Traceback, tt.traceback) || strings.Contains(r.Error.Traceback, "codecell_runner")) {
+				t.Errorf("traceback:\n%s", r.Error.Traceback)
+			}
+			if r.Isolation != Hardened {
+				t.Errorf("isolation %q", r.Isolation)
+			}
+			nextWorks(t)
+		})
+	}
+
+	t.Run("workspace is shared with the host", func(t *testing.T) {
+		idleGVisor(t, m, ws) // warm before the host writes: the sandbox must still see it
+		if err := os.WriteFile(filepath.Join(ws, "from-host.txt"), []byte("host"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := exec1(t, m, ws, "open('out.txt', 'w').write('hi')\nopen('from-host.txt').read()", 20*time.Second)
+		ok(t, r)
+		if !equalJSON(r.Result, "host") {
+			t.Errorf("host file read as %#v", r.Result)
+		}
+		data, err := os.ReadFile(filepath.Join(ws, "out.txt"))
+		if err != nil || string(data) != "hi" {
+			t.Fatalf("out.txt on the host: %q, %v", data, err)
+		}
+		r = exec1(t, m, ws, "open('out.txt').read()", 20*time.Second)
+		ok(t, r)
+		if !equalJSON(r.Result, "hi") {
+			t.Fatalf("next execution read %#v", r.Result)
+		}
+	})
+
+	t.Run("tmp is private", func(t *testing.T) {
+		ok(t, exec1(t, m, ws, "open('/tmp/secret', 'w').write('x'); open('/dev/shm/secret', 'w').write('x')", 20*time.Second))
+		r := exec1(t, m, ws, "import os; [os.path.exists('/tmp/secret'), os.path.exists('/dev/shm/secret')]", 20*time.Second)
+		ok(t, r)
+		if !equalJSON(r.Result, []any{false, false}) {
+			t.Fatalf("scratch files survived: %#v", r.Result)
+		}
+	})
+
+	t.Run("host is hidden", func(t *testing.T) {
+		paths := []string{"/etc/shadow", "/etc/passwd", "/root", "/home", m.opts.StateDir, ws}
+		code := "import os\npaths = " + toJSON(paths) + "\n[p for p in paths if os.path.exists(p)]"
+		r := exec1(t, m, ws, code, 20*time.Second)
+		ok(t, r)
+		if !equalJSON(r.Result, []any{}) {
+			t.Fatalf("visible host paths: %#v", r.Result)
+		}
+		r = exec1(t, m, ws, "import os\n[sorted(os.listdir('/')), open('/proc/1/environ').read()]", 20*time.Second)
+		ok(t, r)
+		t.Logf("sandbox root and init environment: %v", r.Result)
+		if env := toJSON(r.Result); strings.Contains(env, m.opts.StateDir) || strings.Contains(env, "GOPATH") {
+			t.Errorf("host leaks into the sandbox: %s", env)
+		}
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		g := idleGVisor(t, m, ws)
+		start := time.Now()
+		r := exec1(t, m, ws, "while True: pass", 3*time.Second)
+		if r.OK || r.Error == nil || r.Error.Type != ErrTimeout {
+			t.Fatalf("error = %+v, want Timeout", r.Error)
+		}
+		if d := time.Since(start); d > 3*time.Second+2*gvisorStopWait {
+			t.Errorf("timeout took %s", d)
+		}
+		t.Logf("3s timeout returned after %s", time.Since(start))
+		assertNoProcs(t, g.id)
+		if _, err := os.Stat(g.bundle); !os.IsNotExist(err) {
+			t.Errorf("bundle left behind: %v", err)
+		}
+		if files := g.stateFiles(); len(files) > 0 {
+			t.Errorf("runsc state left behind: %v", files)
+		}
+		nextWorks(t)
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		g := idleGVisor(t, m, ws)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Second, cancel)
+		r := m.Exec(ctx, Request{Workspace: ws, Code: "import time; time.sleep(60)", Timeout: 20 * time.Second})
+		if r.OK || r.Error == nil || r.Error.Type != ErrKilled {
+			t.Fatalf("error = %+v, want Killed", r.Error)
+		}
+		assertNoProcs(t, g.id)
+		nextWorks(t)
+	})
+
+	t.Run("kill while starting", func(t *testing.T) {
+		// A start cancelled before runsc has created the container must not
+		// leave its processes or state behind either.
+		for _, after := range []time.Duration{10 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond} {
+			ctx, cancel := context.WithTimeout(context.Background(), after)
+			sb, err := m.startGVisor(ctx, ws)
+			cancel()
+			if err == nil {
+				sb.kill()
+			}
+		}
+		// "close leaves nothing" checks what they left.
+	})
+
+	t.Run("close leaves nothing", func(t *testing.T) {
+		idleGVisor(t, m, ws)
+		m.Close()
+		assertNoProcs(t, m.opts.StateDir)
+		entries, err := os.ReadDir(filepath.Join(m.opts.StateDir, "gvisor"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Name() != "state" {
+				t.Errorf("bundle left behind: %s", e.Name())
+			}
+		}
+		if state, _ := os.ReadDir(filepath.Join(m.opts.StateDir, "gvisor", "state")); len(state) > 0 {
+			t.Errorf("runsc state left behind: %v", state)
+		}
+	})
+}

@@ -1,0 +1,444 @@
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests breach every limit for real and check that the breach ends only
+// that execution: the next one on the same Manager must still answer.
+
+// levelManager is newTestManager plus one trivial execution, so that a level
+// whose sandbox cannot start yet (hardened before gVisor support lands) skips
+// instead of failing every case.
+func levelManager(t *testing.T, level Level, lim Limits) (*Manager, string) {
+	t.Helper()
+	m, ws := newTestManager(t, level, lim, 1)
+	r := exec1(t, m, ws, "print(1)", 20*time.Second)
+	if r.Error != nil && r.Error.Type == ErrSandbox && strings.Contains(r.Error.Message, "not yet implemented") {
+		t.Skipf("level %s: %s", level, r.Error.Message)
+	}
+	if !r.OK || r.Stdout != "1\n" {
+		t.Fatalf("print(1) on a fresh %s manager: ok=%v stdout=%q error=%+v", level, r.OK, r.Stdout, r.Error)
+	}
+	return m, ws
+}
+
+// assertHealthy checks that the manager still runs code after a breach.
+func assertHealthy(t *testing.T, m *Manager, ws string) {
+	t.Helper()
+	r := exec1(t, m, ws, "print(1)", 20*time.Second)
+	if !r.OK || r.Stdout != "1\n" {
+		t.Fatalf("the next execution: ok=%v stdout=%q error=%+v", r.OK, r.Stdout, r.Error)
+	}
+}
+
+// marker returns a string unique to this run, usable as a sleep(1) argument
+// so that the process can be found by its command line.
+func marker() string {
+	return fmt.Sprintf("1000.%09d", rand.IntN(1e9))
+}
+
+// hostProcessesWith returns the host pids whose command line contains s.
+func hostProcessesWith(s string) []int {
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d + "/cmdline")
+		if err != nil || !bytes.Contains(b, []byte(s)) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		if pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// waitGone waits up to two seconds for every host process whose command line
+// contains s to end, and fails the test if any is left.
+func waitGone(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		pids := hostProcessesWith(s)
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes with %q still running on the host after the execution ended: %v", s, pids)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var truncNote = regexp.MustCompile(`\n\[codecell: output truncated, (\d+) more bytes dropped\]$`)
+
+// droppedBytes returns how many bytes the truncation note at the end of s
+// says were dropped, or -1 when there is no note.
+func droppedBytes(s string) int {
+	m := truncNote.FindStringSubmatch(s)
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+func wantError(t *testing.T, r *Result, typ, msgPart string) {
+	t.Helper()
+	if r.OK || r.Error == nil || r.Error.Type != typ || !strings.Contains(r.Error.Message, msgPart) {
+		t.Fatalf("got ok=%v error=%+v, want a %s error mentioning %q (stdout %.200q)", r.OK, r.Error, typ, msgPart, r.Stdout)
+	}
+}
+
+const kib, mib = 1 << 10, 1 << 20
+
+// limitRun is what a limit case's check may look at besides the result.
+type limitRun struct {
+	m      *Manager
+	ws     string
+	marker string // what MARKER in the code was replaced with
+}
+
+func TestLimits(t *testing.T) {
+	all := []Level{Development, Production, Hardened}
+	isolated := []Level{Production, Hardened}
+
+	tests := []struct {
+		name    string
+		levels  []Level
+		limits  Limits
+		timeout time.Duration
+		code    string // MARKER is replaced by a string unique to the run
+		check   func(t *testing.T, r *Result, run limitRun)
+	}{
+		{
+			name:    "wall-clock timeout kills the process tree",
+			levels:  all,
+			timeout: 2 * time.Second,
+			code: "import subprocess\n" +
+				"subprocess.Popen(['/usr/bin/sleep', 'MARKER'])\n" +
+				"subprocess.Popen(['/usr/bin/sleep', 'MARKER'], start_new_session=True)\n" +
+				"print('started', flush=True)\n" +
+				"while True: pass\n",
+			check: func(t *testing.T, r *Result, run limitRun) {
+				wantError(t, r, ErrTimeout, "timeout")
+				if !strings.Contains(r.Stdout, "started") {
+					t.Fatalf("the background process never started: stdout %q stderr %q", r.Stdout, r.Stderr)
+				}
+				waitGone(t, run.marker)
+			},
+		},
+		{
+			name:    "CPU time",
+			levels:  all,
+			limits:  Limits{CPUTime: time.Second},
+			timeout: 10 * time.Second,
+			code:    "while True: pass",
+			check: func(t *testing.T, r *Result, run limitRun) {
+				wantError(t, r, ErrTimeout, "CPU")
+			},
+		},
+		{
+			name:    "memory: one huge allocation",
+			levels:  all,
+			limits:  Limits{Memory: 256 * mib},
+			timeout: 10 * time.Second,
+			code:    "b = bytearray(2 * 1024**3)",
+			check: func(t *testing.T, r *Result, run limitRun) {
+				wantError(t, r, ErrMemoryLimit, "")
+			},
+		},
+		{
+			name:    "memory: a growing list",
+			levels:  all,
+			limits:  Limits{Memory: 256 * mib},
+			timeout: 10 * time.Second,
+			code:    "l = []\nwhile True:\n    l.append('x' * 10**7)",
+			check: func(t *testing.T, r *Result, run limitRun) {
+				wantError(t, r, ErrMemoryLimit, "")
+			},
+		},
+		{
+			name:    "output flood",
+			levels:  all,
+			limits:  Limits{Output: 64 * kib},
+			timeout: 10 * time.Second,
+			code:    "while True: print('x' * 10000)",
+			check: func(t *testing.T, r *Result, run limitRun) {
+				if r.OK || r.Error == nil {
+					t.Fatalf("an endless flood ended ok")
+				}
+				if r.Error.Type != ErrOutputLimit && !r.Truncated.Stdout {
+					t.Fatalf("error %+v, want OutputLimit or truncated stdout", r.Error)
+				}
+				if len(r.Stdout) > 64*kib+100 {
+					t.Fatalf("stdout is %d bytes, limit 64KiB", len(r.Stdout))
+				}
+				if !r.Truncated.Stdout || droppedBytes(r.Stdout) <= 0 {
+					t.Fatalf("truncated=%+v, stdout does not end with a note of the dropped bytes: %q", r.Truncated, tail(r.Stdout))
+				}
+			},
+		},
+		{
+			name:    "output over the limit, not a flood",
+			levels:  all,
+			limits:  Limits{Output: 64 * kib},
+			timeout: 10 * time.Second,
+			code:    "print('x' * 100 * 1024)",
+			check: func(t *testing.T, r *Result, run limitRun) {
+				if !r.OK || !r.Truncated.Stdout || r.Truncated.Stderr {
+					t.Fatalf("ok=%v truncated=%+v error=%+v, want ok with stdout truncated", r.OK, r.Truncated, r.Error)
+				}
+				if want := 100*kib + 1 - 64*kib; droppedBytes(r.Stdout) != want {
+					t.Fatalf("stdout ends %q, want a note of %d dropped bytes", tail(r.Stdout), want)
+				}
+				if kept := truncNote.ReplaceAllString(r.Stdout, ""); kept != strings.Repeat("x", 64*kib) {
+					t.Fatalf("kept %d bytes of stdout, want the first 64KiB", len(kept))
+				}
+			},
+		},
+		{
+			name:    "huge result",
+			levels:  all,
+			limits:  Limits{Output: 64 * kib},
+			timeout: 10 * time.Second,
+			code:    "result = 'x' * 10_000_000",
+			check: func(t *testing.T, r *Result, run limitRun) {
+				if !r.OK {
+					t.Fatalf("error %+v", r.Error)
+				}
+				s, ok := r.Result.(string)
+				if !ok || len(s) > 64*kib+100 || !strings.Contains(s, "dropped") {
+					t.Fatalf("result is %T of %d bytes ending %q, want a string capped near 64KiB that says what was dropped", r.Result, len(s), tail(s))
+				}
+			},
+		},
+		{
+			name:    "file size in the workspace",
+			levels:  all,
+			limits:  Limits{FileSize: 4 * mib},
+			timeout: 10 * time.Second,
+			code: "with open('big', 'wb') as f:\n" +
+				"    for _ in range(64):\n" +
+				"        f.write(b'x' * 2**20)\n",
+			check: func(t *testing.T, r *Result, run limitRun) {
+				wantError(t, r, "OSError", "File too large")
+				info, err := os.Stat(filepath.Join(run.ws, "big"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.Size() > 4*mib {
+					t.Fatalf("the file on the host is %d bytes, limit 4MiB", info.Size())
+				}
+			},
+		},
+		{
+			name:    "open files",
+			levels:  all,
+			limits:  Limits{OpenFiles: 32},
+			timeout: 10 * time.Second,
+			code:    "fs = [open('/dev/null') for _ in range(100)]",
+			check: func(t *testing.T, r *Result, run limitRun) {
+				wantError(t, r, "OSError", "Too many open files")
+			},
+		},
+		{
+			// In development the code runs as the host user, who may be root
+			// and so able to raise hard limits: nothing to test there.
+			name:    "no core dumps",
+			levels:  isolated,
+			timeout: 10 * time.Second,
+			code: "import json, resource\n" +
+				"v = {'core': resource.getrlimit(resource.RLIMIT_CORE)}\n" +
+				"for new in [(0, resource.RLIM_INFINITY), (1 << 20, 1 << 20)]:\n" +
+				"    try:\n" +
+				"        resource.setrlimit(resource.RLIMIT_CORE, new)\n" +
+				"        v['raised'] = new\n" +
+				"    except (ValueError, OSError) as e:\n" +
+				"        pass\n" +
+				"v['after'] = resource.getrlimit(resource.RLIMIT_CORE)\n" +
+				"print(json.dumps(v))\n",
+			check: func(t *testing.T, r *Result, run limitRun) {
+				if !r.OK {
+					t.Fatalf("error %+v", r.Error)
+				}
+				if got, want := strings.TrimSpace(r.Stdout), `{"core": [0, 0], "after": [0, 0]}`; got != want {
+					t.Fatalf("core limits %s, want %s", got, want)
+				}
+			},
+		},
+		{
+			name:    "filling /tmp",
+			levels:  isolated,
+			limits:  Limits{TmpSize: 8 * mib},
+			timeout: 10 * time.Second,
+			code: "with open('/tmp/f', 'wb') as f:\n" +
+				"    for _ in range(64):\n" +
+				"        f.write(b'x' * 2**20)\n" +
+				"        f.flush()\n",
+			check: func(t *testing.T, r *Result, run limitRun) {
+				wantError(t, r, "OSError", "No space left")
+				r = exec1(t, run.m, run.ws, "import os; print(sorted(os.listdir('/tmp')))", 10*time.Second)
+				if !r.OK || r.Stdout != "[]\n" {
+					t.Fatalf("/tmp in the next execution: ok=%v stdout=%q error=%+v", r.OK, r.Stdout, r.Error)
+				}
+			},
+		},
+		{
+			name:    "scratch does not leak between executions",
+			levels:  isolated,
+			timeout: 10 * time.Second,
+			code: "import os\n" +
+				"for p in ['/tmp/leak', '/dev/shm/leak', '/tmp/d/e/f']:\n" +
+				"    os.makedirs(os.path.dirname(p), exist_ok=True)\n" +
+				"    open(p, 'w').write('left behind')\n" +
+				"os.chmod('/tmp/d/e', 0)\n",
+			check: func(t *testing.T, r *Result, run limitRun) {
+				if !r.OK {
+					t.Fatalf("error %+v", r.Error)
+				}
+				r = exec1(t, run.m, run.ws, "import os; print(sorted(os.listdir('/tmp')), sorted(os.listdir('/dev/shm')))", 10*time.Second)
+				if !r.OK || r.Stdout != "[] []\n" {
+					t.Fatalf("/tmp and /dev/shm in the next execution: ok=%v stdout=%q error=%+v", r.OK, r.Stdout, r.Error)
+				}
+			},
+		},
+	}
+
+	for _, level := range all {
+		t.Run(string(level), func(t *testing.T) {
+			t.Parallel()
+			for _, tt := range tests {
+				if !slices.Contains(tt.levels, level) {
+					continue
+				}
+				t.Run(tt.name, func(t *testing.T) {
+					m, ws := levelManager(t, level, tt.limits)
+					mk := marker()
+					r := exec1(t, m, ws, strings.ReplaceAll(tt.code, "MARKER", mk), tt.timeout)
+					tt.check(t, r, limitRun{m: m, ws: ws, marker: mk})
+					assertHealthy(t, m, ws)
+				})
+			}
+		})
+	}
+}
+
+// TestForkBomb is not parallel: it counts the test process's descendants,
+// which other sandboxes running at the same time would add to.
+func TestForkBomb(t *testing.T) {
+	const pids = 16
+	// The parent forks until the kernel refuses, then keeps trying; each
+	// child becomes a sleep holding its process slot, named by a marker so
+	// that the host can look for it afterwards. The parent gives up at 200
+	// children so that a missing limit cannot hurt the host.
+	code := "import os\n" +
+		"n = 0\n" +
+		"while n < 200:\n" +
+		"    try:\n" +
+		"        pid = os.fork()\n" +
+		"    except OSError:\n" +
+		"        continue\n" +
+		"    if pid == 0:\n" +
+		"        os.execv('/usr/bin/sleep', ['sleep', 'MARKER'])\n" +
+		"    n += 1\n" +
+		"    print('forked', n, flush=True)\n" +
+		"print('UNBOUNDED', flush=True)\n"
+	tests := []struct {
+		level Level
+		// hostRoot: run as root with directories only root can reach, so
+		// that the sandbox's user is host root (see HostUser).
+		hostRoot bool
+	}{
+		{Production, false},
+		{Production, true},
+		{Hardened, false},
+	}
+	for _, tt := range tests {
+		name := string(tt.level)
+		if tt.hostRoot {
+			name += "/sandbox user is host root"
+		}
+		t.Run(name, func(t *testing.T) {
+			if os.Geteuid() == 0 && !tt.hostRoot {
+				// Let nobody reach the runner and workspace, so that
+				// bubblewrap runs as nobody (t.TempDir's parent is 0700).
+				if err := os.Chmod(filepath.Dir(t.TempDir()), 0o711); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.hostRoot && os.Geteuid() != 0 {
+				t.Skip("the sandbox user maps to host root only when the test runs as root")
+			}
+			m, ws := levelManager(t, tt.level, Limits{Pids: pids})
+			if tt.level == Production {
+				if got, want := m.HostUser(ws), map[bool]string{true: "root", false: "not root"}[tt.hostRoot]; got != want && !(want == "not root" && got != "root") {
+					t.Fatalf("HostUser = %s, want %s", got, want)
+				}
+			}
+			before := len(descendantsOf(os.Getpid()))
+			peak := 0
+			stop := make(chan struct{})
+			sampled := make(chan struct{})
+			go func() {
+				defer close(sampled)
+				tick := time.NewTicker(20 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					peak = max(peak, len(descendantsOf(os.Getpid())))
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+					}
+				}
+			}()
+			mk := marker()
+			r := exec1(t, m, ws, strings.ReplaceAll(code, "MARKER", mk), 3*time.Second)
+			close(stop)
+			<-sampled
+
+			forks := strings.Count(r.Stdout, "forked")
+			if tt.hostRoot && strings.Contains(r.Stdout, "UNBOUNDED") {
+				// RLIMIT_NPROC is not enforced for processes whose real
+				// user is host root (kernel/fork.c exempts INIT_USER), so
+				// only a pids cgroup could bound this (SPEC §6), and there
+				// is none yet. Remove this once there is.
+				waitGone(t, mk)
+				t.Skipf("KNOWN HOLE: with the sandbox user mapped to host root the process limit does not hold (%d forks, limit %d)", forks, pids)
+			}
+			if r.OK || forks == 0 || forks > pids || strings.Contains(r.Stdout, "UNBOUNDED") {
+				t.Fatalf("the code forked %d children (limit %d); ok=%v error %+v", forks, pids, r.OK, r.Error)
+			}
+			// The sandbox's own processes (bubblewrap twice, the zygote and
+			// its spare child, a warm spare sandbox) come on top of the code's.
+			// Under gVisor the code's processes live inside the sentry and
+			// the host sees only runsc's own, so the count says nothing there.
+			if tt.level == Production && peak > before+pids+10 {
+				t.Fatalf("descendants of the test peaked at %d, %d before", peak, before)
+			}
+			waitGone(t, mk)
+			t.Logf("error %s; %d forks; descendants %d before, %d at the peak", r.Error.Type, forks, before, peak)
+			assertHealthy(t, m, ws)
+		})
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 200 {
+		return "..." + s[len(s)-200:]
+	}
+	return s
+}
