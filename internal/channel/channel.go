@@ -97,19 +97,28 @@ type Writer struct {
 // NewWriter returns a Writer on w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
-// Write encodes v (which must marshal to a JSON object with a "type") as one
-// frame.
-func (w *Writer) Write(v any) error {
+// Encode returns v (which must marshal to a JSON object with a "type") as one
+// frame, header included.
+func Encode(v any) ([]byte, error) {
 	payload, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("encode frame: %w", err)
+		return nil, fmt.Errorf("encode frame: %w", err)
 	}
 	if len(payload) > 1<<31 {
-		return ErrFrameTooLarge
+		return nil, ErrFrameTooLarge
 	}
 	frame := make([]byte, headerSize+len(payload))
 	binary.BigEndian.PutUint32(frame, uint32(len(payload)))
 	copy(frame[headerSize:], payload)
+	return frame, nil
+}
+
+// Write encodes v as one frame and writes it.
+func (w *Writer) Write(v any) error {
+	frame, err := Encode(v)
+	if err != nil {
+		return err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	_, err = w.w.Write(frame)

@@ -98,6 +98,12 @@ func (x *exchange) run(r io.Reader, w io.Writer, req execFrame) bool {
 	if err := channel.NewWriter(w).Write(req); err != nil {
 		return x.setFault(failure(ErrSandbox, "send code to sandbox: %v", err))
 	}
+	return x.read(r)
+}
+
+// read reads frames until the result frame, the channel's end or a fault,
+// which it reports as run does.
+func (x *exchange) read(r io.Reader) bool {
 	fr := channel.NewReader(r, 0)
 	for {
 		m, err := fr.Read()

@@ -20,29 +20,30 @@ import (
 	"github.com/codecell/codecell/internal/channel"
 )
 
-// A hardened sandbox is one gVisor container (`runsc run` on an OCI bundle)
-// whose init is the runner in --oneshot mode. It is started ahead of need,
-// says "ready" on its stdout and then blocks reading its stdin; it serves
-// exactly one execution and is discarded. gVisor cannot receive descriptors
-// from the host after start, so there is no fork server here: the pool hides
-// the start latency instead.
-//
-// The container sees an empty read-only root with /usr, a few files of /etc,
-// codecell's runner and the workspace bound into it, a private /proc and
-// size-capped tmpfs /tmp and /dev/shm. It does not see the host's root (as
-// `runsc do` would show it), the data dir, home or config.
-//
-// What this does not protect against: bugs in gVisor's sentry and gofer, and
-// side channels. Resource limits are the rlimits the runner sets inside
-// gVisor's kernel; runsc is run with --ignore-cgroups, so the sentry's own
-// memory and threads are not in a cgroup of their own.
-
 // gvisorStopWait bounds each step of ending a hardened sandbox: `runsc kill`,
 // the exit of `runsc run` after it, and `runsc delete` when that is needed.
 const gvisorStopWait = 3 * time.Second
 
-// gvisor is one hardened sandbox. It is owned by the pool while idle and by
-// one Exec while busy; kill may be called from any goroutine.
+// gvisor is one hardened sandbox: one gVisor container (`runsc run` on an
+// OCI bundle) whose init is the runner in --oneshot mode. It is started ahead
+// of need, says "ready" on its stdout and then blocks reading its stdin; it
+// serves exactly one execution and is discarded. gVisor cannot receive
+// descriptors from the host once started, so there is no fork server: the
+// pool hides the start latency instead.
+//
+// The container sees an empty read-only root with /usr, a few files of /etc,
+// codecell's runner and the workspace bound into it, a private /proc, gVisor's
+// own /dev and /sys, and size-capped tmpfs /tmp and /dev/shm. It does not see
+// the host's root (as `runsc do` would show it), the data dir, home or
+// config.
+//
+// What this does not protect against: bugs in gVisor's sentry and gofer, and
+// side channels. The limits are the rlimits the runner sets inside gVisor's
+// kernel; runsc runs with --ignore-cgroups, so the sentry's own memory and
+// threads are not in a cgroup of their own.
+//
+// A gvisor is owned by the pool while idle and by one Exec while busy; kill
+// may be called from any goroutine.
 type gvisor struct {
 	id     string // container id, unique per sandbox
 	root   string // runsc's state directory (--root)

@@ -42,13 +42,13 @@ type Manager struct {
 	mu       sync.Mutex // guards the fields below
 	idle     map[string][]sandbox
 	starting map[string]int
-	// releasing counts sandboxes whose execution returned but whose
-	// clean-up is still being reported; they come back in about a
+	// busy counts sandboxes out of the pool: running an execution, or
+	// reporting its clean-up, after which they come back in about a
 	// millisecond, far sooner than a new one starts.
-	releasing map[string]int
-	returned  chan struct{} // closed and replaced whenever one comes back
-	closed    bool
-	wg        sync.WaitGroup // refill goroutines
+	busy     map[string]int
+	returned chan struct{} // closed and replaced whenever one comes back
+	closed   bool
+	wg       sync.WaitGroup // refill goroutines
 
 	errMu   sync.Mutex
 	errTail bytes.Buffer // the last sandbox stderr, for start errors
@@ -94,14 +94,14 @@ func New(opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{
-		opts:      opts,
-		limits:    opts.Limits.withDefaults(),
-		runtime:   rt,
-		log:       log,
-		idle:      map[string][]sandbox{},
-		starting:  map[string]int{},
-		releasing: map[string]int{},
-		returned:  make(chan struct{}),
+		opts:     opts,
+		limits:   opts.Limits.withDefaults(),
+		runtime:  rt,
+		log:      log,
+		idle:     map[string][]sandbox{},
+		starting: map[string]int{},
+		busy:     map[string]int{},
+		returned: make(chan struct{}),
 	}
 	if real, err := filepath.EvalSymlinks(opts.Python); err == nil && !strings.HasPrefix(real, "/usr/") {
 		// A Python outside /usr (a venv, /opt) needs its prefix visible.
@@ -141,12 +141,9 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 		}
 		return res
 	}
-	m.mu.Lock()
-	m.releasing[req.Workspace]++
-	m.mu.Unlock()
 	sb.run(ctx, &req, m.limits, res, func(reusable bool) {
 		m.mu.Lock()
-		m.releasing[req.Workspace]--
+		m.busy[req.Workspace]--
 		m.mu.Unlock()
 		if reusable {
 			m.put(req.Workspace, sb)
@@ -219,25 +216,40 @@ func (m *Manager) get(ctx context.Context, workspace string) (sandbox, error) {
 			sb := list[0]
 			m.idle[workspace] = list[1:]
 			if sb.alive() {
+				m.busy[workspace]++
 				m.mu.Unlock()
 				return sb, nil
 			}
 			go sb.kill()
 		}
-		waiting := m.releasing[workspace] > 0
+		waiting := m.busy[workspace] > 0
 		returned := m.returned
 		m.mu.Unlock()
 		if !waiting {
-			return m.start(ctx, workspace)
+			return m.startBusy(ctx, workspace)
 		}
 		select {
 		case <-returned:
 		case <-deadline.C:
-			return m.start(ctx, workspace)
+			return m.startBusy(ctx, workspace)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// startBusy starts a sandbox for an execution that found none idle.
+func (m *Manager) startBusy(ctx context.Context, workspace string) (sandbox, error) {
+	m.mu.Lock()
+	m.busy[workspace]++
+	m.mu.Unlock()
+	sb, err := m.start(ctx, workspace)
+	if err != nil {
+		m.mu.Lock()
+		m.busy[workspace]--
+		m.mu.Unlock()
+	}
+	return sb, err
 }
 
 // signalReturned wakes every get waiting for a sandbox to come back.
@@ -268,7 +280,8 @@ func (m *Manager) refill(workspace string) {
 	if m.closed {
 		return
 	}
-	need := m.opts.PoolSize - len(m.idle[workspace]) - m.starting[workspace]
+	// Busy sandboxes count: they come back after their execution.
+	need := m.opts.PoolSize - len(m.idle[workspace]) - m.starting[workspace] - m.busy[workspace]
 	for i := 0; i < need; i++ {
 		m.starting[workspace]++
 		m.wg.Add(1)

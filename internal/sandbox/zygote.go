@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codecell/codecell/internal/channel"
 )
 
 // zygote is a warm fork server: one sandbox (or, in development, one plain
@@ -36,11 +38,10 @@ type ctlMsg struct {
 	Clean  bool   `json:"clean"`
 	Status *int   `json:"status"`
 	Signal *int   `json:"signal"`
-}
 
-type spawnMsg struct {
-	Type   string       `json:"type"`
-	Limits runnerLimits `json:"limits"`
+	// channel is the descriptor a "child" message carries: the channel to a
+	// process forked ahead of need, waiting for its exec frame.
+	channel *os.File
 }
 
 // startTimeout bounds how long a sandbox may take to report ready.
@@ -170,6 +171,9 @@ func (m *Manager) HostUser(workspace string) string {
 	if os.Geteuid() != 0 {
 		return "current"
 	}
+	if m.opts.Level == Hardened {
+		return "nobody" // gVisor's gofer, as root, writes files as the code's own uid
+	}
 	if Reachable(m.runtime) && Reachable(workspace) {
 		return "nobody"
 	}
@@ -212,8 +216,9 @@ func sandboxAttr(hostUser string) *syscall.SysProcAttr {
 func (z *zygote) readControl() {
 	defer close(z.msgs)
 	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(4*4))
 	for {
-		n, err := z.ctl.Read(buf)
+		n, oobn, _, _, err := z.ctl.ReadMsgUnix(buf, oob)
 		if err != nil || n == 0 {
 			return
 		}
@@ -221,8 +226,46 @@ func (z *zygote) readControl() {
 		if json.Unmarshal(buf[:n], &msg) != nil {
 			return // a zygote that speaks garbage is treated as dead
 		}
+		if oobn > 0 {
+			f, err := receivedFile(oob[:oobn])
+			if err != nil {
+				return
+			}
+			msg.channel = f
+		}
+		if (msg.Type == "child") != (msg.channel != nil) {
+			if msg.channel != nil {
+				msg.channel.Close()
+			}
+			return
+		}
 		z.msgs <- msg
 	}
+}
+
+// receivedFile extracts the one descriptor of an SCM_RIGHTS message.
+func receivedFile(oob []byte) (*os.File, error) {
+	cmsgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, err
+	}
+	var fds []int
+	for _, c := range cmsgs {
+		got, err := unix.ParseUnixRights(&c)
+		if err != nil {
+			return nil, err
+		}
+		fds = append(fds, got...)
+	}
+	if len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("expected one descriptor, got %d", len(fds))
+	}
+	unix.CloseOnExec(fds[0])
+	unix.SetNonblock(fds[0], true)
+	return os.NewFile(uintptr(fds[0]), "chan"), nil
 }
 
 // kill ends the whole sandbox: bubblewrap's process group, and with it the
@@ -261,45 +304,60 @@ func (z *zygote) alive() bool {
 // an execution whose result is already in; past it the zygote is discarded.
 const releaseWait = 10 * time.Second
 
-// run executes one request in a fresh child: a channel socket and the two
-// output pipes go to the zygote as descriptors, which hands them to its
-// pre-forked child. The result is complete once the result frame and the
-// end of both pipes are in; the zygote's clean-up report ("exited") then
-// decides, in the background, whether it goes back to the pool.
+// run executes one request in the process the zygote forked ahead of need:
+// the exec frame goes straight to it over its own channel, the first bytes
+// carrying the two output pipes. The result is complete once the result
+// frame and the end of both pipes are in; the zygote's clean-up report
+// ("exited") then decides, in the background, whether it goes back to the
+// pool.
 func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result, release func(reusable bool)) {
 	x := newExchange(lim)
-	chanHost, chanChild, err := socketPair()
+	chanFile, err := z.awaitChild(ctx)
 	if err != nil {
-		res.Error = failure(ErrSandbox, "channel socket: %v", err)
-		release(true)
+		if ctx.Err() != nil {
+			res.Error = stopped(ctx, req.Timeout)
+		} else {
+			res.Error = failure(ErrSandbox, "the sandbox is gone: %v", err)
+		}
+		release(false)
 		return
 	}
+	conn, err := net.FileConn(chanFile)
+	chanFile.Close()
+	if err != nil {
+		res.Error = failure(ErrSandbox, "channel: %v", err)
+		release(false)
+		return
+	}
+	chanHost := conn.(*net.UnixConn)
 	defer chanHost.Close()
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		chanChild.Close()
-		res.Error = failure(ErrSandbox, "output pipe: %v", err)
-		release(true)
-		return
+	var pipes [4]*os.File // stdout r, w; stderr r, w
+	for i := 0; i < 4; i += 2 {
+		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
+			for _, f := range pipes {
+				if f != nil {
+					f.Close()
+				}
+			}
+			res.Error = failure(ErrSandbox, "output pipe: %v", err)
+			release(false)
+			return
+		}
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		chanChild.Close()
-		outR.Close()
-		outW.Close()
-		res.Error = failure(ErrSandbox, "output pipe: %v", err)
-		release(true)
-		return
-	}
+	outR, errR := pipes[0], pipes[2]
 	defer outR.Close()
 	defer errR.Close()
-	spawn, _ := json.Marshal(spawnMsg{Type: "spawn", Limits: lim.forRunner(z.level)})
-	_, _, err = z.ctl.WriteMsgUnix(spawn, unix.UnixRights(int(chanChild.Fd()), int(outW.Fd()), int(errW.Fd())), nil)
-	chanChild.Close()
-	outW.Close()
-	errW.Close()
+	frame, err := channel.Encode(execFrame{
+		Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args,
+		Limits: lim.forRunner(z.level),
+	})
+	if err == nil {
+		_, _, err = chanHost.WriteMsgUnix(frame[:4], unix.UnixRights(int(pipes[1].Fd()), int(pipes[3].Fd())), nil)
+	}
+	pipes[1].Close()
+	pipes[3].Close()
 	if err != nil {
-		res.Error = failure(ErrSandbox, "the sandbox is gone: %v", err)
+		res.Error = failure(ErrSandbox, "send code to sandbox: %v", err)
 		release(false)
 		return
 	}
@@ -308,10 +366,13 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 	// stopped on a fault.
 	readers := make(chan bool, 3)
 	go func() {
-		readers <- x.run(chanHost, chanHost, execFrame{
-			Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args,
-			Limits: lim.forRunner(z.level),
-		})
+		if _, err := chanHost.Write(frame[4:]); err != nil {
+			// The code's process died before it read its code; the exit
+			// status says why.
+			readers <- false
+			return
+		}
+		readers <- x.read(chanHost)
 	}()
 	go func() { readers <- x.readPipe(outR, "stdout") }()
 	go func() { readers <- x.readPipe(errR, "stderr") }()
@@ -324,6 +385,7 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 	var exit exitInfo
 	var exited *ctlMsg
 	zygoteGone := false
+	msgs := z.msgs // nil once this execution's report is in
 	for pending := 3; pending > 0; {
 		select {
 		case fault := <-readers:
@@ -332,7 +394,7 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 				z.kill()
 				stopReaders()
 			}
-		case msg, ok := <-z.msgs:
+		case msg, ok := <-msgs:
 			if !ok {
 				// The zygote died (killed by the code, or by the kernel):
 				// end whatever is left of the sandbox.
@@ -345,6 +407,8 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 				exited = &msg
 				// Every process of the execution is dead now; whatever
 				// still holds a pipe open is gone, so the readers end.
+				// The next message is the next child's: leave it queued.
+				msgs = nil
 			}
 		case <-ctx.Done():
 			res.Error = stopped(ctx, req.Timeout)
@@ -382,6 +446,28 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 	}()
 }
 
+// awaitChild waits for the channel of the zygote's next pre-forked process.
+// A report of a process that ended unused while it waited is skipped.
+func (z *zygote) awaitChild(ctx context.Context) (*os.File, error) {
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case msg, ok := <-z.msgs:
+			if !ok {
+				return nil, errors.New("the fork server exited")
+			}
+			if msg.Type == "child" {
+				return msg.channel, nil
+			}
+		case <-timer.C:
+			return nil, fmt.Errorf("no process ready after %s", startTimeout)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // awaitExited waits for the zygote's clean-up report of the current
 // execution; nil means the zygote died or took too long.
 func (z *zygote) awaitExited(ctx context.Context) *ctlMsg {
@@ -413,17 +499,6 @@ func (m ctlMsg) exitInfo() exitInfo {
 		e.status = *m.Status
 	}
 	return e
-}
-
-// socketPair returns a connected stream socket pair: a non-blocking host end
-// (so closing it interrupts a pending read) and the end for the sandbox.
-func socketPair() (host, child *os.File, err error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	unix.SetNonblock(fds[0], true)
-	return os.NewFile(uintptr(fds[0]), "chan"), os.NewFile(uintptr(fds[1]), "chan-child"), nil
 }
 
 // stopped is the error of an execution ended by its context: Timeout when

@@ -3,10 +3,10 @@
 The host starts this file inside the sandbox. Two modes:
 
   --zygote FD   Fork server. FD is a SOCK_SEQPACKET control socket to the host.
-                For every "spawn" message (which carries a fresh channel
-                socket and the stdout and stderr pipes as SCM_RIGHTS) it hands
-                them to a child forked ahead of need, which runs exactly one
-                execution. The zygote itself never sees user
+                It forks each execution's process ahead of need and sends the
+                host that process's channel ("child", with the socket as
+                SCM_RIGHTS); the host then talks to the child directly, and
+                the child runs exactly one execution. The zygote itself never sees user
                 code. After the child exits it kills every other process in the
                 sandbox, wipes /tmp, reaps, and reports "exited". Executions in
                 one zygote are serial, so nothing of one survives into the next.
@@ -74,8 +74,10 @@ class Channel:
             n -= len(b)
         return b"".join(parts)
 
-    def recv(self):
-        (n,) = struct.unpack(">I", self._read_exact(4))
+    def recv(self, header=b""):
+        """Reads one frame; header is the part of it already read."""
+        header += self._read_exact(4 - len(header))
+        (n,) = struct.unpack(">I", header)
         if n > MAX_FRAME:
             raise ValueError("frame too large")
         return json.loads(self._read_exact(n))
@@ -260,7 +262,7 @@ def execute(chan, req, outfds=None):
     chan.send(out)
 
 
-def child_main(chan, limits, outfds=None):
+def child_main(chan, limits, outfds=None, header=b""):
     try:
         os.setsid()
     except OSError:
@@ -269,7 +271,7 @@ def child_main(chan, limits, outfds=None):
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
-        req = chan.recv()
+        req = chan.recv(header)
         if req.get("type") != "exec":
             raise ValueError("expected exec frame")
         req["limits"] = dict(limits, **req.get("limits", {}))
@@ -343,9 +345,9 @@ def wipe(path):
     return ok
 
 
-def recv_fds(sock):
-    """Receives one message and the descriptors passed with it."""
-    data, anc, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(16 * struct.calcsize("i")))
+def recv_fds(sock, size):
+    """Receives up to size bytes and the descriptors passed with them."""
+    data, anc, _, _ = sock.recvmsg(size, socket.CMSG_SPACE(16 * struct.calcsize("i")))
     fds = []
     for level, kind, payload in anc:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
@@ -365,29 +367,35 @@ def warm_up():
 
 
 def prefork(ctl):
-    """Forks the next execution's process ahead of need.
+    """Forks the next execution's process ahead of need and hands the host
+    its channel.
 
-    It warms up, then waits on a private socket for its channel. It is
-    forked from the zygote after the previous execution was cleaned up, so
-    no execution has touched it.
+    The child warms up and waits on the channel. The host's exec frame
+    arrives there directly, its first four bytes carrying the stdout and
+    stderr pipes as SCM_RIGHTS, so the zygote is not on an execution's path.
+    It is forked after the previous execution was cleaned up, so no
+    execution has touched it.
     """
-    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    host, mine = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()
     if pid == 0:
         ctl.close()
-        mine.close()
+        host.close()
         warm_up()
         try:
-            data, fds = recv_fds(theirs)
+            header, fds = recv_fds(mine, 4)
         except OSError:
             os._exit(0)
-        theirs.close()
-        if not data or len(fds) != 3:
-            os._exit(0)
-        os.set_inheritable(fds[0], False)  # the code's subprocesses get no channel
-        child_main(Channel(fds[0], fds[0]), json.loads(data).get("limits", {}), fds[1:])
-    theirs.close()
-    return pid, mine
+        if not header or len(fds) != 2:
+            os._exit(0)  # the host let it go unused, or spoke nonsense
+        fd = mine.detach()
+        os.set_inheritable(fd, False)  # the code's subprocesses get no channel
+        child_main(Channel(fd, fd), {}, fds, header)
+    mine.close()
+    ctl.sendmsg([json.dumps({"type": "child", "pid": pid}).encode()],
+                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", host.fileno()))])
+    host.close()
+    return pid
 
 
 def zygote(ctl_fd, isolated, scratch):
@@ -401,26 +409,12 @@ def zygote(ctl_fd, isolated, scratch):
     # Objects alive now are never collected: the garbage collector then
     # leaves their pages alone in forked children (fewer copy-on-write faults).
     gc.freeze()
-    pending = prefork(ctl)
     ctl.send(json.dumps({"type": "ready", "pid": os.getpid()}).encode())
     while True:
         try:
-            data, fds = recv_fds(ctl)
+            pid = prefork(ctl)
         except OSError:
-            os._exit(0)
-        if not data:
-            os._exit(0)
-        msg = json.loads(data)
-        if msg.get("type") != "spawn" or len(fds) != 3:
-            os._exit(65)
-        pid, pipe = pending
-        try:
-            pipe.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("3i", *fds))])
-        except OSError:
-            pass  # it died waiting; the host sees the channel end without a result
-        pipe.close()
-        for fd in fds:
-            os.close(fd)
+            os._exit(0)  # the host went away
         _, status = os.waitpid(pid, 0)
         if not isolated:
             try:
@@ -435,8 +429,10 @@ def zygote(ctl_fd, isolated, scratch):
             report["signal"] = os.WTERMSIG(status)
         else:
             report["status"] = os.WEXITSTATUS(status)
-        ctl.send(json.dumps(report).encode())
-        pending = prefork(ctl)
+        try:
+            ctl.send(json.dumps(report).encode())
+        except OSError:
+            os._exit(0)
 
 
 def oneshot():
