@@ -11,12 +11,17 @@
 //
 // Warm pool. In development and production a sandbox is a fork server (the
 // zygote): a Python process started ahead of need that never runs user code.
-// Each execution is a fresh child forked from it, with its own channel passed
-// in as a descriptor; after the child exits, the zygote kills every other
-// process in the sandbox and wipes /tmp before it forks again, so executions
-// share nothing but the namespace's workspace, which is meant to persist.
-// Under gVisor descriptors cannot be passed in, so each hardened sandbox runs
-// exactly one execution over its stdin and stdout and is then discarded.
+// It forks each execution's process ahead of need, warms it up and hands the
+// host that process's channel; an execution is then one message straight to
+// a waiting process, which receives its stdout and stderr pipes with it.
+// After the process exits, the zygote kills every other process in the
+// sandbox, reaps them and wipes /tmp and /dev/shm before it forks the next
+// one, so executions share nothing but the namespace's workspace, which is
+// meant to persist. The pool hands out the sandbox that has waited longest
+// and counts the busy ones, which come back within a millisecond of their
+// result. Under gVisor descriptors cannot be passed in, so each hardened
+// sandbox runs exactly one execution over its stdin and stdout and is then
+// discarded.
 //
 // What this package does not protect against: bugs in the kernel's allowed
 // system calls (production), bugs in gVisor (hardened), CPU and memory side
