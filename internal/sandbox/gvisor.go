@@ -321,7 +321,12 @@ func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result,
 			g.out.Close()
 			grace = nil
 		case <-ctx.Done():
-			g.cancel(ctx, req, lim, res, x, exchanged)
+			res.Error = stopped(ctx, req.Timeout)
+			g.stop()
+			g.in.Close()
+			g.out.Close()
+			<-exchanged
+			x.finish(res, g.exitInfo(), lim)
 			release(false)
 			return
 		}
@@ -341,25 +346,12 @@ func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result,
 		select {
 		case <-g.done:
 		case <-ctx.Done():
-			g.cancel(ctx, req, lim, res, nil, nil)
+			res.Error = stopped(ctx, req.Timeout)
+			g.stop()
 		}
 	}
 	x.finish(res, g.exitInfo(), lim)
 	release(false)
-}
-
-// cancel ends an execution whose context is done: it stops the sandbox and,
-// if x is not nil, waits for the exchange to end and finishes the result.
-func (g *gvisor) cancel(ctx context.Context, req *Request, lim Limits, res *Result, x *exchange, exchanged <-chan bool) {
-	res.Error = stopped(ctx, req.Timeout)
-	g.stop()
-	if x == nil {
-		return
-	}
-	g.in.Close()
-	g.out.Close()
-	<-exchanged
-	x.finish(res, g.exitInfo(), lim)
 }
 
 // exitInfo is how the container ended, if it has.

@@ -41,6 +41,7 @@ import traceback
 
 CELL = "<cell>"
 MAX_FRAME = 8 << 20
+PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -379,6 +380,9 @@ def prefork(ctl):
     host, mine = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()
     if pid == 0:
+        # Dies with the zygote: in development there is no PID namespace to
+        # take it down.
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         ctl.close()
         host.close()
         warm_up()
