@@ -33,7 +33,7 @@ func (g *globals) loadConfig() (*config.Config, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	dataDir, err := config.DataDir(g.dataDirFlag, os.Getenv)
+	dataDir, err := config.DataDir(g.dataDirFlag, os.Getenv, os.Geteuid() == 0)
 	if err != nil {
 		return nil, "", err
 	}
@@ -63,7 +63,9 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	if err := sandbox.Check(ctx, level, cfg.Sandbox.Python); err != nil {
 		return nil, fmt.Errorf("isolation level %s cannot run on this host: %w", level, err)
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+	// Searchable, not listable, by others: a root-run sandbox runs as
+	// nobody and must reach its workspace; everything else in it is private.
+	if err := os.MkdirAll(dataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	var prog []byte

@@ -66,12 +66,13 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 	fmt.Fprintf(w, "seccomp\t%d rules (denies %s, ...)\n", len(rules), strings.Join(names[:min(6, len(names))], ", "))
 	fmt.Fprintf(w, "cgroups\t%s\n", cgroupState())
 	if os.Geteuid() == 0 {
-		ws := server.WorkspaceDir(dataDir, server.DefaultNamespace)
-		user := "nobody (uid 65534)"
-		if !sandbox.Reachable(ws) {
-			user = "root (the data dir is not reachable by uid 65534; use a --data-dir under a world-searchable path, e.g. /var/lib/codecell, to map it to nobody)"
+		fmt.Fprintf(w, "sandbox user on host\tnobody (uid 65534)\n")
+		if ws := server.WorkspaceDir(dataDir, server.DefaultNamespace); configured == sandbox.Production && !sandbox.Reachable(ws) {
+			if configuredErr == nil {
+				configuredErr = fmt.Errorf("nobody (uid 65534) cannot reach the data dir %s: every directory above it must be searchable by others; use --data-dir /var/lib/codecell or run codecell as an ordinary user", dataDir)
+			}
+			fmt.Fprintf(w, "data dir\tUNREACHABLE for the sandbox: %v\n", configuredErr)
 		}
-		fmt.Fprintf(w, "sandbox user on host\t%s\n", user)
 	}
 	sb := cfg.Sandbox
 	fmt.Fprintf(w, "limits\tmemory %d MiB, pids %d, cpu %s, timeout %s (max %s), output %d KiB, /tmp %d MiB, file %d MiB, open files %d, pool %d\n",

@@ -6,9 +6,11 @@ import (
 )
 
 // DataDir resolves the data directory: the --data-dir flag, else
-// $XDG_DATA_HOME/codecell, else $HOME/.local/share/codecell. The result is
+// $XDG_DATA_HOME/codecell, else $HOME/.local/share/codecell, except for root,
+// whose default is /var/lib/codecell: a root-run sandbox runs as nobody, who
+// must be able to reach the workspaces, and /root is private. The result is
 // absolute.
-func DataDir(flag string, env func(string) string) (string, error) {
+func DataDir(flag string, env func(string) string, root bool) (string, error) {
 	if env == nil {
 		env = func(string) string { return "" }
 	}
@@ -16,6 +18,8 @@ func DataDir(flag string, env func(string) string) (string, error) {
 	if dir == "" {
 		if x := env("XDG_DATA_HOME"); filepath.IsAbs(x) {
 			dir = filepath.Join(x, "codecell")
+		} else if root {
+			dir = "/var/lib/codecell"
 		} else if home := env("HOME"); home != "" {
 			dir = filepath.Join(home, ".local", "share", "codecell")
 		} else {

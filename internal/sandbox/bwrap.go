@@ -76,9 +76,9 @@ func bwrapArgs(s bwrapSpec) []string {
 	a = append(a,
 		"--proc", "/proc",
 		// bubblewrap leaves /proc/sys writable (it covers only what it finds
-		// writable, and the directory is not). Its files are owned by host
-		// root, so where the sandbox user maps to host root (see HostUser)
-		// the code could otherwise set global sysctls such as
+		// writable, and the directory is not). Its files belong to host
+		// root, which the sandbox user never is (see HostUser); this is
+		// the second line of defence against global sysctls such as
 		// kernel.core_pattern, which the kernel runs as host root.
 		"--ro-bind", "/proc/sys", "/proc/sys",
 		"--dev", "/dev",

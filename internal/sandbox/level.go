@@ -62,7 +62,7 @@ func Check(ctx context.Context, level Level, python string) error {
 			"--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
 			"--proc", "/proc", "--dev", "/dev", "--", python, "-I", "-S", "-c", "pass"}
 		cmd := exec.CommandContext(ctx, BwrapPath, args...)
-		cmd.SysProcAttr = sandboxAttr("root")
+		cmd.SysProcAttr = sandboxAttr("nobody")
 		cmd.Env = minimalEnv
 		if err := probe(ctx, cmd, "bubblewrap"); err != nil {
 			return fmt.Errorf("%w (user namespaces must be enabled: sysctl kernel.unprivileged_userns_clone=1 and user.max_user_namespaces > 0)", err)

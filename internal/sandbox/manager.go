@@ -103,6 +103,9 @@ func New(opts Options) (*Manager, error) {
 		busy:     map[string]int{},
 		returned: make(chan struct{}),
 	}
+	if m.HostUser() == "nobody" && opts.Level == Production && !Reachable(rt) {
+		return nil, errUnreachable(rt)
+	}
 	if real, err := filepath.EvalSymlinks(opts.Python); err == nil && !strings.HasPrefix(real, "/usr/") {
 		// A Python outside /usr (a venv, /opt) needs its prefix visible.
 		m.extraRO = append(m.extraRO, filepath.Dir(filepath.Dir(real)))
@@ -310,24 +313,27 @@ func (m *Manager) start(ctx context.Context, workspace string) (sandbox, error) 
 }
 
 // prepareWorkspace makes sure the workspace exists and that the sandbox user
-// can write it.
+// can reach and write it.
 func (m *Manager) prepareWorkspace(dir string) error {
 	if dir == "" || !filepath.IsAbs(dir) {
 		return fmt.Errorf("workspace %q is not an absolute path", dir)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Parents searchable (not listable) by others, so a sandbox running as
+	// nobody can reach the workspace; the workspace itself is private.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	if os.Geteuid() == 0 && m.opts.Level != Development {
-		// The directory belongs to whichever host user the sandbox's user
-		// maps to (see HostUser).
-		owner := sandboxUID
-		if m.opts.Level == Production && m.HostUser(dir) == "root" {
-			owner = 0
-		}
-		if err := os.Chown(dir, owner, owner); err != nil {
-			return fmt.Errorf("workspace: %w", err)
-		}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	if m.HostUser() != "nobody" {
+		return nil
+	}
+	if m.opts.Level == Production && !Reachable(dir) {
+		return errUnreachable(dir)
+	}
+	if err := os.Chown(dir, sandboxUID, sandboxUID); err != nil {
+		return fmt.Errorf("workspace: %w", err)
 	}
 	return nil
 }

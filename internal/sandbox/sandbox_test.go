@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,14 +24,23 @@ func newTestManager(t testing.TB, level Level, lim Limits, pool int) (*Manager, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Options{Level: level, Python: python, Limits: lim, StateDir: t.TempDir(), PoolSize: pool, Seccomp: prog})
+	state := reachableTempDir(t)
+	m, err := New(Options{Level: level, Python: python, Limits: lim, StateDir: state, PoolSize: pool, Seccomp: prog})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	ws := t.TempDir()
-	os.Chmod(ws, 0o755)
-	return m, ws
+	return m, filepath.Join(reachableTempDir(t), "ws")
+}
+
+// reachableTempDir is a t.TempDir whose parents a sandbox running as nobody
+// can search (the testing package makes the per-test parent 0700).
+func reachableTempDir(t testing.TB) string {
+	dir := t.TempDir()
+	if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func exec1(t testing.TB, m *Manager, ws, code string, timeout time.Duration) *Result {

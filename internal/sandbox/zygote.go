@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -74,14 +76,7 @@ func (m *Manager) startZygote(ctx context.Context, workspace string) (*zygote, e
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		extra = []*os.File{childEnd}
 	case Production:
-		seccompFile, err := m.seccompPipe()
-		if err != nil {
-			childEnd.Close()
-			conn.Close()
-			return nil, err
-		}
-		extra = []*os.File{childEnd, seccompFile}
-		cmd = exec.Command(BwrapPath, bwrapArgs(bwrapSpec{
+		args := bwrapArgs(bwrapSpec{
 			Python:    m.opts.Python,
 			ExtraRO:   m.extraRO,
 			CtlFD:     3,
@@ -89,10 +84,28 @@ func (m *Manager) startZygote(ctx context.Context, workspace string) (*zygote, e
 			Runtime:   m.runtime,
 			Workspace: workspace,
 			TmpSize:   m.limits.TmpSize,
-		})...)
+		})
+		seccompFile, err := pipeWith(m.opts.Seccomp)
+		if err != nil {
+			childEnd.Close()
+			conn.Close()
+			return nil, fmt.Errorf("seccomp pipe: %w", err)
+		}
+		// The arguments go through a pipe (--args), so the sandbox's
+		// /proc/1/cmdline does not show the host paths of its mounts.
+		sep := slices.Index(args, "--")
+		argsFile, err := pipeWith([]byte(strings.Join(args[:sep], "\x00") + "\x00"))
+		if err != nil {
+			childEnd.Close()
+			seccompFile.Close()
+			conn.Close()
+			return nil, fmt.Errorf("bubblewrap arguments pipe: %w", err)
+		}
+		extra = []*os.File{childEnd, seccompFile, argsFile}
+		cmd = exec.Command(BwrapPath, append([]string{"--args", "5"}, args[sep:]...)...)
 		cmd.Env = minimalEnv
 		cmd.Dir = "/"
-		cmd.SysProcAttr = sandboxAttr(m.HostUser(workspace))
+		cmd.SysProcAttr = sandboxAttr(m.HostUser())
 	default:
 		childEnd.Close()
 		conn.Close()
@@ -144,49 +157,53 @@ func (m *Manager) startZygote(ctx context.Context, workspace string) (*zygote, e
 	}
 }
 
-// seccompPipe returns a pipe holding the compiled seccomp program, for
-// bubblewrap's --seccomp. The program is a few KiB, well under a pipe buffer.
-func (m *Manager) seccompPipe() (*os.File, error) {
+// pipeWith returns the read end of a pipe holding data, for bubblewrap's
+// --seccomp and --args. Both are a few KiB, well under a pipe's buffer, so
+// the write cannot block.
+func pipeWith(data []byte) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("seccomp pipe: %w", err)
+		return nil, err
 	}
 	defer w.Close()
-	if _, err := w.Write(m.opts.Seccomp); err != nil {
+	if _, err := w.Write(data); err != nil {
 		r.Close()
-		return nil, fmt.Errorf("seccomp pipe: %w", err)
+		return nil, err
 	}
 	return r, nil
 }
 
-// HostUser says which host user the sandbox's user maps to for workspace.
-// When codecell runs as root, bubblewrap is started as nobody so the code's
-// user is nobody on the host too; bubblewrap resolves its bind sources by
-// path as that user, so this needs the runner and workspace directories to be
-// reachable by nobody (every parent searchable). Where they are not (the
-// default data dir under /root is 0700), bubblewrap runs as root and the
-// sandbox user maps to host root, still with no capabilities in any
-// namespace but its own; doctor reports it.
-func (m *Manager) HostUser(workspace string) string {
-	if os.Geteuid() != 0 {
+// HostUser says which host user the sandbox's user maps to: "nobody" when
+// codecell runs as root (bubblewrap is then started as nobody, and runsc runs
+// the code as uid 65534), else "current", the user codecell runs as. The
+// sandbox's user never maps to host root: the kernel does not hold host root
+// to RLIMIT_NPROC, and root-only files under /proc would be readable.
+func (m *Manager) HostUser() string {
+	if os.Geteuid() != 0 || m.opts.Level == Development {
 		return "current"
 	}
-	if m.opts.Level == Hardened {
-		return "nobody" // gVisor's gofer, as root, writes files as the code's own uid
-	}
-	if Reachable(m.runtime) && Reachable(workspace) {
-		return "nobody"
-	}
-	return "root"
+	return "nobody"
+}
+
+// errUnreachable explains why a root-run production sandbox cannot mount a
+// directory: bubblewrap, started as nobody, resolves bind sources by path.
+func errUnreachable(dir string) error {
+	return fmt.Errorf("%w: as root, production isolation runs bubblewrap as nobody (uid 65534), which cannot reach %s: "+
+		"every directory above it must be searchable by others (mode o+x); use a data dir such as /var/lib/codecell "+
+		"(the default when codecell runs as root), or run codecell as an ordinary user", ErrUnavailable, dir)
 }
 
 // Reachable reports whether every directory above path is searchable by the
 // sandbox's host user, nobody (through owner or other bits; groups are not
-// considered).
+// considered). Directories that do not exist yet count as searchable:
+// codecell creates them so.
 func Reachable(path string) bool {
 	const uid = sandboxUID
 	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
 		info, err := os.Stat(dir)
+		if errors.Is(err, os.ErrNotExist) && dir != "/" {
+			continue
+		}
 		if err != nil {
 			return false
 		}
@@ -204,7 +221,7 @@ func Reachable(path string) bool {
 }
 
 // sandboxAttr starts bubblewrap in its own process group, killed if codecell
-// dies, as the host user HostUser chose.
+// dies, as the host user HostUser names.
 func sandboxAttr(hostUser string) *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if hostUser == "nobody" {
