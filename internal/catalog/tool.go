@@ -1,0 +1,18 @@
+package catalog
+
+import "encoding/json"
+
+// Tool is one tool of an upstream MCP server, as the catalog and the code
+// generator see it.
+type Tool struct {
+	Server       string          // the server's configured name, e.g. "everything"
+	Name         string          // the tool's original name, e.g. "get-sum"
+	Ident        string          // its Python identifier within the server, e.g. "get_sum"; set by the catalog
+	Title        string          // optional display title
+	Description  string          // the tool's description, may be empty
+	InputSchema  json.RawMessage // JSON Schema of the arguments (an object schema); may be empty
+	OutputSchema json.RawMessage // JSON Schema of the structured result; may be empty
+}
+
+// QualifiedName is the tool's name the way code imports it: "server.ident".
+func (t Tool) QualifiedName() string { return t.Server + "." + t.Ident }
