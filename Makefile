@@ -6,11 +6,13 @@ ADDR    ?= 127.0.0.1:8080
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BIN     := bin/codecell
 # Debian packages the sandbox needs: bubblewrap (production), runsc (gVisor,
-# hardened), Python.
+# hardened), Python; Node and npm run the real upstream MCP servers of the
+# tests (installed only when missing: a machine's own Node is kept).
 DEBS    := bubblewrap runsc python3
+NPM_DIR := testdata/npm
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build run test bench fuzz clean
+.PHONY: all deps npm-deps build run test bench fuzz clean
 
 all: build
 
@@ -22,6 +24,11 @@ deps:
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
 
+# The upstream MCP servers the tests run, pinned in $(NPM_DIR)/package-lock.json.
+npm-deps:
+	@command -v npm >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nodejs npm; }
+	@[ -d $(NPM_DIR)/node_modules/@modelcontextprotocol/server-everything ] || npm ci --prefix $(NPM_DIR) --no-audit --no-fund
+
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/codecell
 
@@ -31,7 +38,7 @@ run: deps build
 	$(BIN) doctor
 	$(BIN) serve --http $(ADDR)
 
-test: deps
+test: deps npm-deps
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
 

@@ -11,16 +11,18 @@ import (
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/seccomp"
 	"github.com/codecell/codecell/internal/server"
+	"github.com/codecell/codecell/internal/upstream"
 )
 
 // app is what serve and exec share: the config, the data dir, the sandbox
 // manager and the MCP server.
 type app struct {
-	cfg     *config.Config
-	dataDir string
-	log     *slog.Logger
-	sandbox *sandbox.Manager
-	server  *server.Server
+	cfg       *config.Config
+	dataDir   string
+	log       *slog.Logger
+	sandbox   *sandbox.Manager
+	upstreams *upstream.Manager
+	server    *server.Server
 }
 
 // loadConfig finds, reads and validates the config, and resolves the data dir.
@@ -75,6 +77,8 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		}
 	}
 	sb := cfg.Sandbox
+	stateDir := filepath.Join(dataDir, "state")
+	genDir := filepath.Join(stateDir, "gen")
 	mgr, err := sandbox.New(sandbox.Options{
 		Level:  level,
 		Python: sb.Python,
@@ -82,23 +86,42 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 			Memory: sb.Memory, Pids: sb.Pids, CPUTime: sb.CPUTime, FileSize: sb.FileSize,
 			OpenFiles: sb.OpenFiles, Output: sb.Output, TmpSize: sb.TmpSize,
 		},
-		StateDir: filepath.Join(dataDir, "state"),
+		StateDir: stateDir,
 		PoolSize: sb.Pool,
 		Seccomp:  prog,
+		GenDir:   genDir,
 		Logger:   log,
 	})
 	if err != nil {
 		return nil, err
 	}
-	srv, err := server.New(server.Options{Config: cfg, Executor: mgr, DataDir: dataDir, Version: version, Logger: log})
+	// The upstreams tell the server when their tools change; the server
+	// exists only after them, hence the indirection.
+	var srv *server.Server
+	ups := upstream.New(upstream.Options{
+		Servers: cfg.MCPServers,
+		BaseEnv: config.BaseEnv(os.Getenv),
+		OnChange: func() {
+			if srv != nil {
+				srv.RefreshTools()
+			}
+		},
+		Logger:  log,
+		Version: version,
+	})
+	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, GenDir: genDir, DataDir: dataDir, Version: version, Logger: log})
 	if err != nil {
 		mgr.Close()
 		return nil, err
 	}
+	ups.Start()
 	if level == sandbox.Development {
 		log.Warn("isolation level development: code runs as a plain subprocess with limits only, not in a sandbox")
 	}
-	return &app{cfg: cfg, dataDir: dataDir, log: log, sandbox: mgr, server: srv}, nil
+	return &app{cfg: cfg, dataDir: dataDir, log: log, sandbox: mgr, upstreams: ups, server: srv}, nil
 }
 
-func (a *app) close() { a.sandbox.Close() }
+func (a *app) close() {
+	a.upstreams.Close()
+	a.sandbox.Close()
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/seccomp"
 	"github.com/codecell/codecell/internal/server"
+	"github.com/codecell/codecell/internal/upstream"
 )
 
 func runDoctor(ctx context.Context, g *globals, args []string) error {
@@ -78,13 +78,21 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 	fmt.Fprintf(w, "limits\tmemory %d MiB, pids %d, cpu %s, timeout %s (max %s), output %d KiB, /tmp %d MiB, file %d MiB, open files %d, pool %d\n",
 		sb.Memory>>20, sb.Pids, sb.CPUTime, sb.Timeout, sb.MaxTimeout, sb.Output>>10, sb.TmpSize>>20, sb.FileSize>>20, sb.OpenFiles, sb.Pool)
 
-	servers := make([]string, 0, len(cfg.MCPServers))
-	for name := range cfg.MCPServers {
-		servers = append(servers, name)
-	}
-	sort.Strings(servers)
-	for _, name := range servers {
-		fmt.Fprintf(w, "upstream %s\tconfigured, NOT CONNECTED: upstream MCP servers are not active in this version\n", name)
+	if len(cfg.MCPServers) > 0 {
+		// Connect for real, as serve would, and say how each one went.
+		ups := upstream.New(upstream.Options{Servers: cfg.MCPServers, BaseEnv: config.BaseEnv(os.Getenv), ConnectTimeout: 20 * time.Second})
+		ups.Start()
+		wait, cancel := context.WithTimeout(ctx, 25*time.Second)
+		ups.WaitStarted(wait)
+		cancel()
+		for _, st := range ups.Statuses() {
+			line := fmt.Sprintf("%s, %s, %d tools", st.State, st.Transport, st.Tools)
+			if st.Error != "" {
+				line += ": " + st.Error
+			}
+			fmt.Fprintf(w, "upstream %s\t%s\n", st.Name, line)
+		}
+		ups.Close()
 	}
 	fmt.Fprintf(w, "not active yet\t%s: validated, not yet acted on by this version\n", strings.Join(inactiveKeys(cfg), ", "))
 	w.Flush()
@@ -117,14 +125,10 @@ func cgroupState() string {
 // inactiveKeys lists config keys that are validated but not yet acted on by
 // this version, so doctor says so rather than pretend.
 func inactiveKeys(cfg *config.Config) []string {
-	keys := []string{"policy", "pii", "http.tokens", "sessions", "sandbox.workspaceQuota",
-		"sandbox.maxToolCalls", "sandbox.network.allow", "sandbox.wheelhouse"}
-	if len(cfg.MCPServers) > 0 {
-		keys = append([]string{"mcpServers"}, keys...)
-	}
+	keys := []string{"pii", "http.tokens", "sessions", "sandbox.workspaceQuota", "sandbox.network.allow", "sandbox.wheelhouse"}
 	var other []string
 	for _, t := range cfg.Toolsets {
-		if t != "exec" {
+		if t != "exec" && t != "discovery" {
 			other = append(other, t)
 		}
 	}

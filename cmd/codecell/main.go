@@ -27,6 +27,7 @@ var commands = map[string]command{
 	"exec":    {"run code once through the execute_code pipeline", runExec},
 	"doctor":  {"check which isolation levels work on this host", runDoctor},
 	"version": {"print version, commit and Go version", runVersion},
+	"tools":   {"list, search or show the upstream tools (tools list | search QUERY | show NAME)", runTools},
 }
 
 // exitError carries a process exit status without an error message.

@@ -28,3 +28,21 @@ func DataDir(flag string, env func(string) string, root bool) (string, error) {
 	}
 	return filepath.Abs(dir)
 }
+
+// BaseEnv is the environment a stdio upstream server starts from: PATH and
+// HOME from codecell's own environment and nothing else, so codecell's
+// secrets never reach a server that was not given them.
+func BaseEnv(env func(string) string) []string {
+	if env == nil {
+		env = func(string) string { return "" }
+	}
+	path := env("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	base := []string{"PATH=" + path}
+	if home := env("HOME"); home != "" {
+		base = append(base, "HOME="+home)
+	}
+	return base
+}

@@ -10,11 +10,15 @@ import (
 	"path/filepath"
 )
 
-//go:embed python
+//go:embed python/*.py python/codecell/*.py
 var files embed.FS
 
 // Script is the runner's file name inside the installed directory.
 const Script = "codecell_runner.py"
+
+// GenDir is the empty directory of an install where a sandbox mounts the
+// generated servers package.
+const GenDir = "gen"
 
 // Install writes the embedded Python files into a directory under root named
 // by their content hash, and returns that directory. An existing complete
@@ -53,6 +57,10 @@ func Install(root string) (string, error) {
 		}
 		return os.WriteFile(target, data, 0o644)
 	})
+	if err == nil {
+		// The mount point of the generated servers package (GenDir).
+		err = os.Mkdir(filepath.Join(tmp, GenDir), 0o755)
+	}
 	if err == nil {
 		// The sandbox user is not the owner: everything must be world-readable.
 		err = os.Chmod(tmp, 0o755)

@@ -6,8 +6,9 @@ import (
 
 // Paths inside a sandbox.
 const (
-	WorkspaceMount = "/workspace" // the namespace's workspace, read-write, the working directory
-	RuntimeMount   = "/codecell"  // codecell's Python files, read-only
+	WorkspaceMount = "/workspace"    // the namespace's workspace, read-write, the working directory
+	RuntimeMount   = "/codecell"     // codecell's Python files, read-only
+	GenMount       = "/codecell/gen" // the generated servers package, read-only
 )
 
 // sandboxUID is the unprivileged user the code runs as inside the sandbox.
@@ -37,6 +38,7 @@ type bwrapSpec struct {
 	SeccompFD int      // compiled seccomp program; 0 means none
 	Runtime   string   // directory with the runner, mounted at RuntimeMount
 	Workspace string   // the workspace, mounted at WorkspaceMount
+	Gen       string   // the generated servers package's directory, mounted at GenMount; "" for none
 	TmpSize   int64
 }
 
@@ -92,10 +94,16 @@ func bwrapArgs(s bwrapSpec) []string {
 	for _, kv := range sandboxEnv {
 		a = append(a, "--setenv", kv[0], kv[1])
 	}
+	if s.Gen != "" {
+		a = append(a, "--ro-bind", s.Gen, GenMount)
+	}
 	if s.SeccompFD > 0 {
 		a = append(a, "--seccomp", fd(s.SeccompFD))
 	}
 	a = append(a, "--", s.Python, "-I", "-B", RuntimeMount+"/codecell_runner.py",
 		"--zygote", fd(s.CtlFD), "--isolated", "--scratch", "/tmp:/dev/shm")
+	if s.Gen != "" {
+		a = append(a, "--gen", GenMount)
+	}
 	return a
 }

@@ -1,10 +1,13 @@
 package sandbox
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/codecell/codecell/internal/channel"
 )
@@ -30,6 +33,17 @@ type outputFrame struct {
 type exchange struct {
 	lim Limits
 
+	// Calls from the code: answered on w by the request's handler, each in
+	// its own goroutine, until ctx ends.
+	ctx      context.Context
+	calls    CallHandler
+	maxCalls int
+	w        *channel.Writer
+	inflight sync.WaitGroup
+	slots    chan struct{} // bounds the calls in flight
+	nCalls   atomic.Int64
+	nFrames  int64 // call frames read, of any method (reader goroutine only)
+
 	mu             sync.Mutex
 	stdout, stderr capture
 	total          int64
@@ -42,6 +56,103 @@ type exchange struct {
 func newExchange(lim Limits) *exchange {
 	return &exchange{lim: lim, stdout: capture{limit: lim.Output}, stderr: capture{limit: lim.Output}}
 }
+
+// serveCalls lets the code's calls reach req's handler, with answers written
+// to w. Without it every call is refused.
+func (x *exchange) serveCalls(ctx context.Context, req *Request, w io.Writer) {
+	x.ctx, x.calls, x.maxCalls, x.w = ctx, req.Calls, req.MaxToolCalls, channel.NewWriter(w)
+	x.slots = make(chan struct{}, maxInflightCalls)
+}
+
+// maxInflightCalls bounds the calls of one execution answered at once; past
+// it the host stops reading the channel until one finishes, so a flood of
+// calls costs the code time, not the host memory. maxCallFrames bounds the
+// calls of any method in one execution.
+const (
+	maxInflightCalls = 64
+	maxCallFrames    = 100_000
+)
+
+// callFrame is a call from the code; replyFrame the host's answer.
+type callFrame struct {
+	ID     int64           `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+type replyFrame struct {
+	Type   string `json:"type"` // "reply"
+	ID     int64  `json:"id"`
+	OK     bool   `json:"ok"`
+	Result any    `json:"result,omitempty"`
+	Error  *struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+		Data    any    `json:"data,omitempty"`
+	} `json:"error,omitempty"`
+}
+
+// call handles one call frame. It reports true when the call broke a limit
+// and the sandbox must be killed.
+func (x *exchange) call(m channel.Message) bool {
+	var c callFrame
+	if err := m.Decode(&c); err != nil || c.Method == "" {
+		return x.broken("bad call frame")
+	}
+	if x.nFrames++; x.nFrames > maxCallFrames {
+		return x.broken("more than %d calls", maxCallFrames)
+	}
+	if c.Method == "tool" {
+		n := x.nCalls.Add(1)
+		if x.maxCalls > 0 && n > int64(x.maxCalls) {
+			return x.setFault(failure(ErrToolCallLimit, "the code made more than its limit of %d tool calls; it was stopped", x.maxCalls))
+		}
+	}
+	if x.calls == nil || x.w == nil {
+		x.reply(c.ID, nil, &CallError{Kind: "RuntimeError", Message: "this execution cannot call the host"})
+		return false
+	}
+	select {
+	case x.slots <- struct{}{}:
+	case <-x.ctx.Done():
+		return false
+	}
+	x.inflight.Add(1)
+	go func() {
+		defer func() { <-x.slots; x.inflight.Done() }()
+		result, err := x.calls.HandleCall(x.ctx, c.Method, c.Params)
+		x.reply(c.ID, result, err)
+	}()
+	return false
+}
+
+func (x *exchange) reply(id int64, result any, err error) {
+	r := replyFrame{Type: "reply", ID: id, OK: err == nil, Result: result}
+	if err != nil {
+		r.Result = nil
+		r.Error = &struct {
+			Kind    string `json:"kind"`
+			Message string `json:"message"`
+			Data    any    `json:"data,omitempty"`
+		}{Kind: "RuntimeError", Message: err.Error()}
+		var ce *CallError
+		if errors.As(err, &ce) {
+			r.Error.Kind, r.Error.Message, r.Error.Data = ce.Kind, ce.Message, ce.Data
+		}
+	}
+	if werr := x.w.Write(r); werr != nil && err == nil {
+		// The code is gone or its answer does not encode; the first case
+		// ends the execution anyway, the second is reported to it.
+		x.w.Write(replyFrame{Type: "reply", ID: id, Error: &struct {
+			Kind    string `json:"kind"`
+			Message string `json:"message"`
+			Data    any    `json:"data,omitempty"`
+		}{Kind: "RuntimeError", Message: "the host could not send the answer: " + werr.Error()}})
+	}
+}
+
+// wait waits for the calls in flight; the caller has ended their context.
+func (x *exchange) wait() { x.inflight.Wait() }
 
 // setFault records the first fault and reports true.
 func (x *exchange) setFault(e *ExecError) bool {
@@ -123,6 +234,10 @@ func (x *exchange) read(r io.Reader) bool {
 				return x.broken("unknown stream %q", o.Stream)
 			}
 			if x.output(o.Stream, []byte(o.Data)) {
+				return true
+			}
+		case "call":
+			if x.call(m) {
 				return true
 			}
 		case "result":

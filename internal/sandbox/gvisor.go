@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/codecell/codecell/internal/channel"
+	"github.com/codecell/codecell/internal/seccomp"
 )
 
 // gvisorStopWait bounds each step of ending a hardened sandbox: `runsc kill`,
@@ -30,6 +32,11 @@ const gvisorStopWait = 3 * time.Second
 // serves exactly one execution and is discarded. gVisor cannot receive
 // descriptors from the host once started, so there is no fork server: the
 // pool hides the start latency instead.
+//
+// The code runs under the seccomp policy of production, rendered as the
+// bundle's OCI profile (see gvisorSeccomp) and enforced by gVisor's sentry on
+// the calls the code makes to it: gVisor is the kernel the code talks to, so
+// that is where the policy means the same as under bubblewrap.
 //
 // The container sees an empty read-only root with /usr, a few files of /etc,
 // codecell's runner and the workspace bound into it, a private /proc, gVisor's
@@ -81,12 +88,17 @@ func (m *Manager) startGVisor(ctx context.Context, workspace string) (sandbox, e
 	if err := os.MkdirAll(g.root, 0o700); err != nil {
 		return nil, fmt.Errorf("start hardened sandbox: %w", err)
 	}
+	profile, err := gvisorSeccomp()
+	if err != nil {
+		return nil, fmt.Errorf("start hardened sandbox: %w", err)
+	}
 	ro := hostBinds(etcFiles)
 	for _, d := range m.extraRO {
 		ro = append(ro, hostBind{Source: d, Dest: d, Dir: true})
 	}
 	err = writeBundle(g.bundle, gvisorSpec{
 		Rootfs:    filepath.Join(g.bundle, "rootfs"),
+		Seccomp:   profile,
 		Python:    m.opts.Python,
 		ReadOnly:  ro,
 		Runtime:   m.runtime,
@@ -164,10 +176,47 @@ func (m *Manager) startGVisor(ctx context.Context, workspace string) (sandbox, e
 // runscArgs puts the global flags every runsc invocation of codecell shares
 // before a subcommand. cgroups are not configured: on hosts with cgroup v1 or
 // without delegation runsc cannot manage them, and a killed runsc would leave
-// them behind; the limits are rlimits inside the sandbox instead.
+// them behind; the limits are rlimits inside the sandbox instead. Without
+// --oci-seccomp runsc ignores the bundle's seccomp profile, with a warning.
 func runscArgs(root string, sub ...string) []string {
-	return append([]string{"--root", root, "--network=none", "--ignore-cgroups"}, sub...)
+	return append([]string{"--root", root, "--network=none", "--ignore-cgroups", "--oci-seccomp"}, sub...)
 }
+
+// gvisorSeccomp returns the seccomp profile of every hardened sandbox: the
+// production filter's rules (seccomp.OCIProfile), less what gVisor cannot
+// take as production does. It is shared and must not be modified.
+//
+// What runsc makes of it (checked against release 20221219, Debian's runsc):
+// it compiles the profile with gVisor's own seccomp package, the first
+// matching entry deciding, and the sentry runs the filter on every call of
+// the code and its children. It ignores "architectures" (gVisor runs only the
+// native ABI) and errnoRet: every refused call fails with EPERM. A name
+// gVisor's syscall table lacks (process_madvise, pidfd_getfd, mount_setattr,
+// quotactl_fd there) is skipped with a warning; gVisor answers such a call
+// with ENOSYS, so it is refused all the same, and the entries stay so that a
+// later gVisor implementing the call still has it refused.
+var gvisorSeccomp = sync.OnceValues(func() (*seccomp.Profile, error) {
+	p, err := seccomp.OCIProfile()
+	if err != nil {
+		return nil, fmt.Errorf("seccomp profile: %w", err)
+	}
+	// clone3 is left out. The filter refuses it with ENOSYS so that glibc
+	// falls back to clone, whose flags a filter can read; runsc turns any
+	// errno into EPERM, on which glibc does not fall back, and every new
+	// thread and posix_spawn would fail. gVisor 20221219 has no clone3 (it
+	// answers ENOSYS, as the filter would). A later gVisor that implements
+	// clone3 lets it through, namespace flags included, to the sentry's
+	// namespaces rather than the host's.
+	kept := p.Syscalls[:0]
+	for _, s := range p.Syscalls {
+		s.Names = slices.DeleteFunc(s.Names, func(n string) bool { return n == "clone3" })
+		if len(s.Names) > 0 {
+			kept = append(kept, s)
+		}
+	}
+	p.Syscalls = kept
+	return p, nil
+})
 
 // runsc runs one short runsc subcommand (kill, delete) on this sandbox.
 func (g *gvisor) runsc(sub ...string) error {
@@ -374,6 +423,8 @@ type gvisorSpec struct {
 	TmpSize   int64
 	OpenFiles int
 	Args      []string // the container's command; nil means the runner in --oneshot mode
+	// Seccomp is the policy gVisor enforces on the code; nil means none.
+	Seccomp *seccomp.Profile
 }
 
 // hostBind is a host path bound into the container.
@@ -449,7 +500,8 @@ type (
 		Options     []string `json:"options,omitempty"`
 	}
 	ociLinux struct {
-		Namespaces []ociNamespace `json:"namespaces"`
+		Namespaces []ociNamespace   `json:"namespaces"`
+		Seccomp    *seccomp.Profile `json:"seccomp,omitempty"`
 	}
 	ociNamespace struct {
 		Type string `json:"type"`
@@ -510,9 +562,12 @@ func ociConfig(s gvisorSpec) ociSpec {
 		Root:     ociRoot{Path: s.Rootfs, Readonly: true},
 		Hostname: "codecell",
 		Mounts:   mounts,
-		Linux: ociLinux{Namespaces: []ociNamespace{
-			{Type: "pid"}, {Type: "network"}, {Type: "ipc"}, {Type: "uts"}, {Type: "mount"},
-		}},
+		Linux: ociLinux{
+			Namespaces: []ociNamespace{
+				{Type: "pid"}, {Type: "network"}, {Type: "ipc"}, {Type: "uts"}, {Type: "mount"},
+			},
+			Seccomp: s.Seccomp,
+		},
 	}
 }
 
@@ -595,6 +650,11 @@ func probeGVisor(ctx context.Context, python string) error {
 		TmpSize:   1 << 20,
 		OpenFiles: 64,
 		Args:      []string{python, "-I", "-S", "-c", "pass"},
+	}
+	// With the profile, so that a runsc which refuses it fails the check
+	// rather than every execution.
+	if spec.Seccomp, err = gvisorSeccomp(); err != nil {
+		return fmt.Errorf("%w: gVisor (runsc): %v", ErrUnavailable, err)
 	}
 	if err := writeBundle(filepath.Join(dir, "bundle"), spec); err != nil {
 		return fmt.Errorf("%w: gVisor (runsc): %v", ErrUnavailable, err)

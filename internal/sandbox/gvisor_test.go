@@ -1,15 +1,23 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/codecell/codecell/internal/seccomp"
+	"github.com/elastic/go-seccomp-bpf/arch"
 )
 
 func TestGVisorSpec(t *testing.T) {
@@ -372,4 +380,243 @@ func TestHardened(t *testing.T) {
 		}
 		t.Errorf("bundles or runsc state left behind: %v", left)
 	})
+}
+
+// seccompProbeHeader is the Python side of TestGVisorSeccomp, before the
+// list of probes. Each probe runs in a forked child, so that one which
+// changes the process (ptrace) or is killed cannot disturb the next, and
+// reports "ok", an errno name, a signal name or "error: what".
+const seccompProbeHeader = `
+import ctypes, errno, json, os, signal, socket, subprocess, sys, threading
+
+NR = json.loads(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+M = (1 << 64) - 1
+
+def sc(name, *args):
+    """Make a raw system call; return 0 or the errno."""
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(NR[name]), *[ctypes.c_ulong(a & M) for a in args])
+    return ctypes.get_errno() if r == -1 else 0
+
+def sock(*args):
+    socket.socket(*args).close()
+    return 0
+
+def fork():
+    pid = os.fork()
+    if pid == 0:
+        os._exit(7)
+    _, status = os.waitpid(pid, 0)
+    return 0 if os.waitstatus_to_exitcode(status) == 7 else "error: status %d" % status
+
+def thread():
+    out = []
+    t = threading.Thread(target=lambda: out.append(1))
+    t.start()
+    t.join()
+    return 0 if out == [1] else "error: thread did not run"
+
+def run_true():
+    return subprocess.run(["/usr/bin/true"]).returncode and "error: /usr/bin/true failed"
+
+def outcome(fn):
+    try:
+        r = fn()
+    except OSError as e:
+        r = e.errno
+    except BaseException as e:
+        return "error: %r" % e
+    if isinstance(r, str):
+        return r
+    return "ok" if r == 0 else errno.errorcode.get(r, "errno %d" % r)
+
+def probe(fn):
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rfd)
+        os.write(wfd, outcome(fn).encode())
+        os._exit(0)
+    os.close(wfd)
+    with os.fdopen(rfd, "rb") as f:
+        out = f.read().decode()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return signal.Signals(os.WTERMSIG(status)).name
+    return out or "error: no result"
+`
+
+// gvisorProbe is one attempt made inside gVisor.
+type gvisorProbe struct {
+	name string
+	py   string // a Python expression for seccompProbeHeader's probe
+	// refused means the profile refuses the call, which must then fail with
+	// EPERM; otherwise the profile must not change gVisor's own answer.
+	refused bool
+	// works means the call must succeed: the sandbox needs it.
+	works bool
+	// samePlain marks a refused call that gVisor itself fails with EPERM,
+	// so that the probe cannot show the profile at work.
+	samePlain bool
+}
+
+// gvisorProbes are the calls the profile decides by their arguments, and
+// some it must let through. Arguments are chosen, as in the seccomp
+// package's own probes, so that gVisor without the profile answers other
+// than EPERM where it can.
+var gvisorProbes = []gvisorProbe{
+	{name: "fork", py: `fork()`, works: true},
+	{name: "thread", py: `thread()`, works: true},
+	{name: "subprocess", py: `run_true()`, works: true},
+	{name: "socket_unix", py: `sock(socket.AF_UNIX, socket.SOCK_STREAM)`, works: true},
+	{name: "socket_inet_stream", py: `sock(socket.AF_INET, socket.SOCK_STREAM)`, works: true},
+	{name: "socket_inet_dgram", py: `sock(socket.AF_INET, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)`, works: true},
+	{name: "ioctl_fionread", py: `sc("ioctl", os.pipe()[0], 0x541B, ctypes.addressof(ctypes.c_int()))`, works: true},
+	// gVisor's own answer (EINVAL in 20221219, which implements no
+	// personality) must come through.
+	{name: "personality_query", py: `sc("personality", 0xffffffff)`},
+	{name: "personality_linux", py: `sc("personality", 0)`},
+	// Left out of the profile (see gvisorSeccomp): glibc needs ENOSYS.
+	{name: "clone3", py: `sc("clone3", 0, 0)`},
+
+	{name: "personality_no_aslr", py: `sc("personality", 0x0040000)`, refused: true},
+	{name: "socket_netlink", py: `sock(socket.AF_NETLINK, socket.SOCK_RAW, 0)`, refused: true},
+	{name: "socket_netlink_high_bits", py: `sc("socket", (1 << 32) | 16, 3, 0)`, refused: true},
+	// gVisor checks CAP_NET_RAW before anything else of a packet or raw
+	// socket; SOCK_RAW of AF_UNIX shows the type test at work instead.
+	{name: "socket_packet", py: `sc("socket", 17, 3, 0)`, refused: true, samePlain: true},
+	{name: "socket_inet_raw", py: `sc("socket", 2, 3, 1000)`, refused: true, samePlain: true},
+	{name: "socket_unix_raw", py: `sc("socket", 1, 3, 0)`, refused: true},
+	{name: "socket_unix_raw_flags", py: `sc("socket", 1, 3 | 0x80000 | 0x800, 0)`, refused: true},
+	{name: "socket_unix_raw_high_bits", py: `sc("socket", 1, (1 << 32) | 3, 0)`, refused: true},
+	{name: "socket_inet_sock_packet", py: `sc("socket", 2, 10, 0)`, refused: true},
+	{name: "ioctl_tiocsti", py: `sc("ioctl", -1, 0x5412, 0)`, refused: true},
+	{name: "ioctl_tiocsti_high_bits", py: `sc("ioctl", -1, (1 << 32) | 0x5412, 0)`, refused: true},
+	{name: "ioctl_tioclinux", py: `sc("ioctl", -1, 0x541C, 0)`, refused: true},
+	// CLONE_THREAD without CLONE_SIGHAND makes gVisor answer EINVAL before
+	// it creates anything.
+	{name: "clone_newuser", py: `sc("clone", 0x10000000 | 0x10000, 0, 0, 0, 0)`, refused: true},
+	{name: "clone_newuser_high_bits", py: `sc("clone", (1 << 32) | 0x10000000 | 0x10000, 0, 0, 0, 0)`, refused: true},
+	{name: "clone_newns", py: `sc("clone", 0x20000 | 0x10000, 0, 0, 0, 0)`, refused: true},
+	{name: "clone_newpid", py: `sc("clone", 0x20000000 | 0x10000, 0, 0, 0, 0)`, refused: true},
+	{name: "clone_newnet", py: `sc("clone", 0x40000000 | 0x10000, 0, 0, 0, 0)`, refused: true},
+}
+
+// TestGVisorSeccomp runs probes in gVisor with the hardened profile and
+// without it: every call the production filter refuses outright is made with
+// zero arguments, and those it decides by their arguments as gvisorProbes
+// says. A refused call must fail with EPERM, or with ENOSYS where gVisor
+// does not have the call at all (runsc skips a name it does not know).
+func TestGVisorSeccomp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gVisor sandboxes; skipped with -short")
+	}
+	if err := Check(t.Context(), Hardened, python); err != nil {
+		t.Skipf("hardened unavailable here: %v", err)
+	}
+	info, err := arch.GetInfo(runtime.GOARCH)
+	if err != nil {
+		t.Skip(err)
+	}
+	profile, err := gvisorSeccomp()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	probes := slices.Clone(gvisorProbes)
+	for _, r := range seccomp.Rules() {
+		if _, ok := info.SyscallNames[r.Syscall]; ok && r.When == "" && r.Syscall != "clone3" {
+			probes = append(probes, gvisorProbe{name: r.Syscall, py: `sc("` + r.Syscall + `")`, refused: true})
+		}
+	}
+	filtered := runGVisorProbes(t, probes, info.SyscallNames, profile)
+	plain := runGVisorProbes(t, probes, info.SyscallNames, nil)
+
+	shown := 0
+	for _, p := range probes {
+		t.Run(p.name, func(t *testing.T) {
+			got, without := filtered[p.name], plain[p.name]
+			t.Logf("with profile: %s; without: %s", got, without)
+			switch {
+			case p.works && got != "ok":
+				t.Errorf("with profile: %s, want ok", got)
+			case !p.refused && got != without:
+				t.Errorf("with profile: %s, without: %s; the profile must let it through", got, without)
+			case p.refused && got == "ENOSYS" && without == "ENOSYS":
+				t.Logf("gVisor does not have %s: refused without the profile", p.name)
+			case p.refused && got != "EPERM":
+				t.Errorf("with profile: %s, want EPERM", got)
+			case p.refused && without == "EPERM" && !p.samePlain && slices.Contains(gvisorProbes, p):
+				t.Errorf("without profile: also EPERM, so the probe does not show the profile at work")
+			case p.refused && without != "EPERM":
+				shown++
+			}
+		})
+	}
+	t.Logf("%d of %d refusals differ from gVisor's own answer", shown, len(probes))
+}
+
+// runGVisorProbes runs probes in a one-shot gVisor container like a hardened
+// sandbox's, with profile as its seccomp policy, and returns each outcome.
+func runGVisorProbes(t *testing.T, probes []gvisorProbe, numbers map[string]int, profile *seccomp.Profile) map[string]string {
+	t.Helper()
+	nr, err := json.Marshal(numbers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var script strings.Builder
+	script.WriteString(seccompProbeHeader)
+	script.WriteString("PROBES = [\n")
+	for _, p := range probes {
+		fmt.Fprintf(&script, "    (%q, lambda: %s),\n", p.name, p.py)
+	}
+	script.WriteString("]\nprint(json.dumps({name: probe(fn) for name, fn in PROBES}))\n")
+
+	dir := t.TempDir()
+	for _, d := range []string{"state", "runtime", "workspace"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := gvisorSpec{
+		Rootfs:    filepath.Join(dir, "bundle", "rootfs"),
+		Python:    python,
+		ReadOnly:  hostBinds(etcFiles),
+		Runtime:   filepath.Join(dir, "runtime"),
+		Workspace: filepath.Join(dir, "workspace"),
+		TmpSize:   1 << 20,
+		OpenFiles: 64,
+		Args:      []string{python, "-I", "-S", "-c", script.String(), string(nr)},
+		Seccomp:   profile,
+	}
+	if err := writeBundle(filepath.Join(dir, "bundle"), spec); err != nil {
+		t.Fatal(err)
+	}
+	id, err := containerID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, RunscPath, runscArgs(filepath.Join(dir, "state"), "run", "--bundle", filepath.Join(dir, "bundle"), id)...)
+	cmd.Env = minimalEnv
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run probes (profile: %t): %v\nstderr:\n%s", profile != nil, err, stderr.Bytes())
+	}
+	if stderr.Len() > 0 {
+		t.Logf("runsc stderr (profile: %t):\n%s", profile != nil, stderr.Bytes())
+	}
+	var out map[string]string
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("probe output: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.Bytes(), stderr.Bytes())
+	}
+	return out
 }

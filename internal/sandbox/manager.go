@@ -27,7 +27,10 @@ type Options struct {
 	PoolSize int
 	// Seccomp is the compiled seccomp program for production; required there.
 	Seccomp []byte
-	Logger  *slog.Logger // nil means silent
+	// GenDir is the host directory of the generated servers package; the
+	// code imports from it (SPEC §5). "" means there is none.
+	GenDir string
+	Logger *slog.Logger // nil means silent
 }
 
 // Manager runs executions in sandboxes and keeps the warm pool. It is safe for

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -24,7 +25,35 @@ type Request struct {
 	Context   map[string]any // JSON values bound as globals before the code runs
 	Args      []string       // sys.argv[1:]
 	Timeout   time.Duration  // wall clock for the whole execution; zero means 30s
+
+	// Calls answers the code's calls to the host (tool calls, tool search);
+	// nil means the code can make none.
+	Calls CallHandler
+	// MaxToolCalls bounds the code's "tool" calls; past it the execution
+	// ends with ToolCallLimit. Zero means no bound.
+	MaxToolCalls int
 }
+
+// CallHandler answers a call the code makes to the host over the channel.
+// Method is what the code asked for ("tool", "search_tools", ...); params are
+// the code's JSON, untrusted. HandleCall is called from several goroutines at
+// once (the code may call concurrently) and must honour ctx, which ends with
+// the execution. Its result is sent back to the code as JSON; an error goes
+// back as a CallError when it is one (its Kind picks the Python exception),
+// else as a plain error message.
+type CallHandler interface {
+	HandleCall(ctx context.Context, method string, params json.RawMessage) (any, error)
+}
+
+// CallError is an error the code sees as a Python exception of kind Kind
+// ("ToolError", "PermissionError", "TimeoutError", "ValueError", ...).
+type CallError struct {
+	Kind    string
+	Message string
+	Data    any // extra fields for the exception, e.g. server and tool
+}
+
+func (e *CallError) Error() string { return e.Kind + ": " + e.Message }
 
 // Result is the outcome of one execution. Failures of the code, limits and
 // sandbox faults are all Results with OK false; Exec itself never fails.

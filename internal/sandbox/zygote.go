@@ -70,6 +70,9 @@ func (m *Manager) startZygote(ctx context.Context, workspace string) (*zygote, e
 	case Development:
 		cmd = exec.Command(m.opts.Python, "-I", "-B", filepath.Join(m.runtime, "codecell_runner.py"),
 			"--zygote", "3")
+		if m.opts.GenDir != "" {
+			cmd.Args = append(cmd.Args, "--gen", m.opts.GenDir)
+		}
 		cmd.Dir = workspace
 		cmd.Env = append([]string{}, minimalEnv...)
 		cmd.Env = append(cmd.Env, "HOME="+workspace, "LANG=C.UTF-8", "PYTHONUNBUFFERED=1", "MPLBACKEND=Agg")
@@ -83,6 +86,7 @@ func (m *Manager) startZygote(ctx context.Context, workspace string) (*zygote, e
 			SeccompFD: 4,
 			Runtime:   m.runtime,
 			Workspace: workspace,
+			Gen:       m.opts.GenDir,
 			TmpSize:   m.limits.TmpSize,
 		})
 		seccompFile, err := pipeWith(m.opts.Seccomp)
@@ -378,6 +382,14 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 		release(false)
 		return
 	}
+
+	// The code's calls to the host live as long as this execution.
+	callCtx, cancelCalls := context.WithCancel(ctx)
+	defer func() {
+		cancelCalls()
+		x.wait()
+	}()
+	x.serveCalls(callCtx, req, chanHost)
 
 	// Three readers: the channel and the two pipes. Each reports whether it
 	// stopped on a fault.

@@ -74,13 +74,18 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
+	calls := &execCalls{s: s}
 	res := s.exec.Exec(ctx, sandbox.Request{
-		Workspace: s.Workspace(DefaultNamespace),
-		Code:      in.Code,
-		Context:   in.Context,
-		Timeout:   timeout,
+		Workspace:    s.Workspace(DefaultNamespace),
+		Code:         in.Code,
+		Context:      in.Context,
+		Timeout:      timeout,
+		Calls:        calls,
+		MaxToolCalls: s.cfg.Sandbox.MaxToolCalls,
 	})
 	out := outputOf(res)
+	out.ToolCalls.Calls, out.ContextSavings.ToolResultBytes = calls.record()
+	out.ToolCalls.Count = len(out.ToolCalls.Calls)
 	s.log.Info("execution", "namespace", DefaultNamespace, "ok", out.OK, "error_type", errorType(res),
 		"duration_ms", out.DurationMS, "isolation", out.Isolation)
 	return &mcp.CallToolResult{

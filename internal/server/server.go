@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codecell/codecell/internal/catalog"
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/upstream"
 )
 
 //go:embed instructions.md
@@ -24,19 +27,33 @@ type Executor interface {
 	Level() sandbox.Level
 }
 
+// Upstreams are the upstream MCP servers; *upstream.Manager is the real one.
+type Upstreams interface {
+	Call(ctx context.Context, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error)
+	Tools() []catalog.Tool
+	Statuses() []upstream.Status
+}
+
 // Options configure a Server.
 type Options struct {
-	Config   *config.Config // required
-	Executor Executor       // required
-	DataDir  string         // required: workspaces live under it
-	Version  string         // reported to clients; "" means "dev"
-	Logger   *slog.Logger   // nil means silent
+	Config    *config.Config // required
+	Executor  Executor       // required
+	DataDir   string         // required: workspaces live under it
+	Upstreams Upstreams      // nil means none
+	// GenDir is where the generated servers package is published for the
+	// sandbox (sandbox.Options.GenDir); "" means it is not written.
+	GenDir  string
+	Version string       // reported to clients; "" means "dev"
+	Logger  *slog.Logger // nil means silent
 }
 
 // Server holds codecell's MCP server and what its tools need.
 type Server struct {
 	cfg     *config.Config
 	exec    Executor
+	up      Upstreams
+	tools   *toolIndex
+	policy  policy
 	dataDir string
 	log     *slog.Logger
 	mcp     *mcp.Server
@@ -59,14 +76,47 @@ func New(opts Options) (*Server, error) {
 	if version == "" {
 		version = "dev"
 	}
-	s := &Server{cfg: opts.Config, exec: opts.Executor, dataDir: opts.DataDir, log: log}
+	s := &Server{
+		cfg: opts.Config, exec: opts.Executor, up: opts.Upstreams, dataDir: opts.DataDir, log: log,
+		tools:  &toolIndex{genDir: opts.GenDir},
+		policy: policy{allow: opts.Config.Policy.Allow, deny: opts.Config.Policy.Deny},
+	}
+	if s.up == nil {
+		s.up = noUpstreams{}
+	}
+	if err := s.RefreshTools(); err != nil {
+		return nil, err
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codecell", Title: "codecell", Version: version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: log})
 	if slices.Contains(opts.Config.Toolsets, "exec") {
 		s.addExecTools()
 	}
+	if slices.Contains(opts.Config.Toolsets, "discovery") {
+		s.addDiscoveryTools()
+	}
 	return s, nil
 }
+
+// RefreshTools rebuilds the tool catalog and the generated servers package
+// from the upstreams' current tools. Upstreams call it when their tools
+// change.
+func (s *Server) RefreshTools() error {
+	if err := s.tools.rebuild(s.up.Tools()); err != nil {
+		s.log.Error("refresh tools", "error", err)
+		return err
+	}
+	return nil
+}
+
+// noUpstreams is the Upstreams of a server with none configured.
+type noUpstreams struct{}
+
+func (noUpstreams) Call(context.Context, string, string, json.RawMessage) (*mcp.CallToolResult, error) {
+	return nil, upstream.ErrUnknownServer
+}
+func (noUpstreams) Tools() []catalog.Tool       { return nil }
+func (noUpstreams) Statuses() []upstream.Status { return []upstream.Status{} }
 
 // MCP returns the underlying MCP server, for a transport to run.
 func (s *Server) MCP() *mcp.Server { return s.mcp }

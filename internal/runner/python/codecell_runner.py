@@ -40,7 +40,9 @@ import time
 import traceback
 
 CELL = "<cell>"
-MAX_FRAME = 8 << 20
+_rpc = None  # codecell._rpc, imported by main once sys.path is set
+# Frames come from the host, which is trusted; the bound only stops nonsense.
+MAX_FRAME = 256 << 20
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
@@ -227,6 +229,7 @@ def execute(chan, req, outfds=None):
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
     sys.argv = [CELL] + list(req.get("args") or [])
 
+    _rpc._chan = chan  # tool calls and search_tools go over the channel
     glb = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
     for k, v in (req.get("context") or {}).items():
         if isinstance(k, str) and k.isidentifier():
@@ -449,6 +452,13 @@ def oneshot():
 
 
 def main(argv):
+    # The codecell package (next to this file) and the generated servers
+    # package (--gen) are importable by the code.
+    if "--gen" in argv:
+        sys.path.insert(0, argv[argv.index("--gen") + 1])
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    global _rpc
+    from codecell import _rpc
     scratch = []
     isolated = "--isolated" in argv
     if "--scratch" in argv:

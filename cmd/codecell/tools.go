@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/codecell/codecell/internal/server"
+)
+
+func runTools(ctx context.Context, g *globals, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: codecell tools list | search QUERY | show NAME [--json]")
+	}
+	sub, args := args[0], args[1:]
+	fs := g.flags()
+	asJSON := fs.Bool("json", false, "print JSON")
+	server_ := fs.String("server", "", "only tools of this server")
+	limit := fs.Int("limit", 20, "how many results (search)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if g.logLevel == "info" {
+		g.logLevel = "warn"
+	}
+	a, err := g.newApp(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	// Give the upstreams their start; one that is slow or broken is
+	// reported as such rather than waited for.
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	a.upstreams.WaitStarted(wait)
+	cancel()
+	a.server.RefreshTools()
+
+	print := func(v any, text string) error {
+		if *asJSON {
+			enc := json.NewEncoder(g.stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		}
+		_, err := fmt.Fprint(g.stdout, text)
+		return err
+	}
+	switch sub {
+	case "list":
+		var b strings.Builder
+		for _, st := range a.server.Statuses() {
+			fmt.Fprintf(&b, "%s (%s, %d tools)", st.Name, st.State, st.Tools)
+			if st.Error != "" {
+				fmt.Fprintf(&b, ": %s", st.Error)
+			}
+			b.WriteString("\n")
+		}
+		var all []server.ToolEntry
+		for offset := 0; ; offset += 100 {
+			page, err := a.server.SearchTools(server.SearchToolsInput{Server: *server_, DetailLevel: "summary", Limit: 100, Offset: offset})
+			if err != nil {
+				return err
+			}
+			all = append(all, page.Tools...)
+			if len(page.Tools) == 0 || offset+len(page.Tools) >= page.Total {
+				break
+			}
+		}
+		for _, e := range all {
+			fmt.Fprintf(&b, "  %-40s %s\n", e.Name, e.Summary)
+		}
+		return print(all, b.String())
+	case "search":
+		if fs.NArg() == 0 {
+			return fmt.Errorf("usage: codecell tools search QUERY")
+		}
+		out, err := a.server.SearchTools(server.SearchToolsInput{Query: strings.Join(fs.Args(), " "), Server: *server_, Limit: *limit})
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		for _, e := range out.Tools {
+			fmt.Fprintf(&b, "%s\n    %s\n    %s\n", e.Name, e.Signature, e.Summary)
+		}
+		fmt.Fprintf(&b, "(%d of %d)\n", len(out.Tools), out.Total)
+		return print(out, b.String())
+	case "show":
+		if fs.NArg() != 1 {
+			return fmt.Errorf("usage: codecell tools show SERVER.TOOL")
+		}
+		e, err := a.server.ToolDefinition(fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		return print(e, fmt.Sprintf("%s (%s on %s)\n\n%s\n\n%s", e.Name, e.OriginalName, e.Server, e.Description, e.Source))
+	}
+	return fmt.Errorf("unknown tools command %q: want list, search or show", sub)
+}

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// npmServer returns the entry point of an npm MCP server installed by
+// `make npm-deps` into testdata/npm, or skips.
+func npmServer(t testing.TB, pkg string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "testdata", "npm", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("%s is not installed (make npm-deps installs it): %v", pkg, err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	return p
+}
+
+// fakeUpstream builds the in-repo fake upstream server once.
+func fakeUpstream(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(filepath.Dir(binary), "fakeupstream")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/upstream/fakeupstream").CombinedOutput(); err != nil {
+		t.Fatalf("build fakeupstream: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freePort(t testing.TB) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startEverythingHTTP runs server-everything in its streamableHttp mode.
+func startEverythingHTTP(t testing.TB, entry string) string {
+	port := freePort(t)
+	cmd := exec.Command("node", entry, "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "listening") {
+				close(ready)
+				break
+			}
+		}
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("server-everything streamableHttp did not start")
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+}
+
+type upstreamSetup struct {
+	cs      *mcp.ClientSession
+	files   string // the filesystem server's allowed directory
+	memFile string // the memory server's store
+}
+
+func setupUpstreams(t *testing.T, maxToolCalls int) upstreamSetup {
+	t.Helper()
+	requireProduction(t)
+	everything := npmServer(t, "server-everything")
+	fsEntry := npmServer(t, "server-filesystem")
+	memEntry := npmServer(t, "server-memory")
+	files := t.TempDir()
+	memFile := filepath.Join(t.TempDir(), "memory.jsonl")
+	cfg := map[string]any{
+		"mcpServers": map[string]any{
+			"everything":     map[string]any{"command": "node", "args": []string{everything, "stdio"}},
+			"everythinghttp": map[string]any{"url": startEverythingHTTP(t, everything), "transport": "streamable-http"},
+			"filesystem":     map[string]any{"command": "node", "args": []string{fsEntry, files}},
+			"memory":         map[string]any{"command": "node", "args": []string{memEntry}, "env": map[string]string{"MEMORY_FILE_PATH": memFile}},
+			"fake":           map[string]any{"command": fakeUpstream(t)},
+			"broken":         map[string]any{"command": "/nonexistent/mcp-server"},
+		},
+		"sandbox": map[string]any{"isolation": "production", "python": "/usr/bin/python3", "pool": 2, "timeout": "30s", "maxToolCalls": maxToolCalls},
+		"policy":  map[string]any{"allow": []string{"*"}, "deny": []string{"everything.get-env"}},
+	}
+	raw, _ := json.Marshal(cfg)
+	cs := connectStdio(t, string(raw))
+	// Wait until every server that can connect has.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_tool_categories", Arguments: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := textOf(res)
+		if !strings.Contains(text, "starting") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("upstreams still starting after a minute:\n%s", text)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return upstreamSetup{cs: cs, files: files, memFile: memFile}
+}
+
+func TestUpstreamToolsFromCode(t *testing.T) {
+	u := setupUpstreams(t, 1000)
+	cs := u.cs
+
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_tool_categories", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cats struct {
+		Servers []struct {
+			Name  string `json:"name"`
+			State string `json:"state"`
+			Error string `json:"error"`
+			Tools int    `json:"tool_count"`
+		} `json:"servers"`
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	json.Unmarshal(raw, &cats)
+	states := map[string]string{}
+	for _, s := range cats.Servers {
+		states[s.Name] = s.State
+		if s.Name == "broken" && !strings.Contains(s.Error, "/nonexistent/mcp-server") {
+			t.Errorf("broken server's error does not say what failed: %q", s.Error)
+		}
+	}
+	for name, want := range map[string]string{"everything": "connected", "everythinghttp": "connected", "filesystem": "connected", "memory": "connected", "fake": "connected", "broken": "failed"} {
+		if states[name] != want {
+			t.Errorf("server %s is %q, want %q (%s)", name, states[name], want, raw)
+		}
+	}
+
+	tests := []struct {
+		name   string
+		code   string
+		result string // JSON of the expected result
+		ok     bool
+	}{
+		{"hyphenated name, text result", "from servers.everything import get_sum\nget_sum(a=2, b=3)", "", true},
+		{"structured result", "from servers.everything import get_structured_content\nr = get_structured_content(location='New York')\nresult = sorted(r)", "", true},
+		{"JSON text parsed", "from servers.fake import json_text\njson_text()", `{"items":[1,2,3]}`, true},
+		{"structured from a Go server", "from servers.fake import add_numbers\nadd_numbers(a=1.5, b=2)", `{"sum":3.5}`, true},
+		{"image", "import servers\nfrom servers.everything import get_tiny_image\nr = get_tiny_image()\nitems = r if isinstance(r, list) else [r]\nimgs = [i for i in items if isinstance(i, servers.Image)]\nresult = [imgs[0].mime_type, imgs[0].data[:4] == b'\\x89PNG']", `["image/png",true]`, true},
+		{"tool error", "import servers\nfrom servers.fake import fail\ntry:\n    fail(text='boom')\nexcept servers.ToolError as e:\n    result = [e.server, e.tool, 'boom' in e.message]", `["fake","fail",true]`, true},
+		{"over streamable HTTP", "from servers.everythinghttp import echo\necho(message='over http')", "", true},
+		{"filesystem write and read", fmt.Sprintf("from servers.filesystem import write_file, read_text_file\nwrite_file(path=%q, content='hello fs')\nread_text_file(path=%q)", filepath.Join(u.files, "a.txt"), filepath.Join(u.files, "a.txt")), "", true},
+		{"memory graph", "from servers.memory import create_entities, read_graph\ncreate_entities(entities=[{'name': 'Ada', 'entityType': 'person', 'observations': ['wrote code']}])\n[e['name'] for e in read_graph()['entities']]", `["Ada"]`, true},
+		{"search from code", "from codecell import search_tools\n[t['name'] for t in search_tools('add two numbers', limit=3)]", "", true},
+		{"denied tool", "from servers.everything import get_env\ntry:\n    get_env()\nexcept PermissionError as e:\n    result = 'denied: ' + str(e)", `"denied: policy denies calling everything.get_env"`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, out := call(t, cs, map[string]any{"code": tt.code})
+			if out.OK != tt.ok {
+				t.Fatalf("ok=%v: %+v", out.OK, out.Error)
+			}
+			got, _ := json.Marshal(out.Result)
+			if tt.result != "" && string(got) != tt.result {
+				t.Fatalf("result %s, want %s", got, tt.result)
+			}
+			if out.ToolCalls.Count == 0 && !strings.Contains(tt.code, "search_tools") {
+				t.Errorf("no tool calls recorded")
+			}
+			t.Logf("result %s; %d tool calls; %d result bytes", got, out.ToolCalls.Count, out.ContextSavings.ToolResultBytes)
+		})
+	}
+	t.Run("file written through the upstream is on disk", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join(u.files, "a.txt"))
+		if err != nil || string(b) != "hello fs" {
+			t.Fatalf("%q %v", b, err)
+		}
+	})
+	t.Run("memory stored by the upstream", func(t *testing.T) {
+		b, err := os.ReadFile(u.memFile)
+		if err != nil || !strings.Contains(string(b), "Ada") {
+			t.Fatalf("%q %v", b, err)
+		}
+	})
+	t.Run("concurrent calls", func(t *testing.T) {
+		// Ten calls to a tool that sleeps half a second each, made together:
+		// they must overlap. Sequential calls would take five seconds; the
+		// bound leaves room for a slow machine and still fails on that.
+		code := `
+import asyncio, time
+from concurrent.futures import ThreadPoolExecutor
+from servers.fake import sleep, sleep_async
+t0 = time.monotonic()
+with ThreadPoolExecutor(10) as pool:
+    list(pool.map(lambda _: sleep(seconds=0.5), range(10)))
+threads = time.monotonic() - t0
+async def main():
+    await asyncio.gather(*[sleep_async(seconds=0.5) for _ in range(10)])
+t0 = time.monotonic()
+asyncio.run(main())
+result = [threads, time.monotonic() - t0]
+`
+		_, out := call(t, cs, map[string]any{"code": code})
+		if !out.OK {
+			t.Fatalf("%+v", out.Error)
+		}
+		times, _ := out.Result.([]any)
+		if len(times) != 2 || out.ToolCalls.Count != 20 {
+			t.Fatalf("result %v, %d calls", out.Result, out.ToolCalls.Count)
+		}
+		for i, how := range []string{"threads", "asyncio"} {
+			took := times[i].(float64)
+			t.Logf("10 concurrent 0.5 s calls from %s took %.2f s", how, took)
+			if took > 2.5 {
+				t.Errorf("%s: 10 concurrent 0.5 s calls took %.2f s: they did not overlap", how, took)
+			}
+		}
+	})
+	t.Run("upstream crash mid-call", func(t *testing.T) {
+		code := "import servers\nfrom servers.fake import crash\ntry:\n    crash()\nexcept servers.ToolError as e:\n    result = str(e)"
+		_, out := call(t, cs, map[string]any{"code": code})
+		msg, _ := out.Result.(string)
+		if !out.OK || !strings.Contains(msg, "went away") {
+			t.Fatalf("crash: %+v %v", out.Error, out.Result)
+		}
+		_, out = call(t, cs, map[string]any{"code": "from servers.fake import echo\necho(text='again')"})
+		if !out.OK || out.Result != "again" {
+			t.Fatalf("after the crash: %+v %v", out.Error, out.Result)
+		}
+	})
+	t.Run("hostile channel", func(t *testing.T) {
+		for name, code := range map[string]string{
+			"huge frame":    "import os\nfrom codecell import _rpc\nos.write(_rpc._chan.wfd, b'\\x7f\\xff\\xff\\xff' + b'x' * 100)",
+			"garbage frame": "import os\nfrom codecell import _rpc\nos.write(_rpc._chan.wfd, b'\\x00\\x00\\x00\\x05hello')",
+			"unknown type":  "from codecell import _rpc\n_rpc._chan.send({'type': 'nonsense'})",
+			"call flood":    "from codecell import _rpc\nfor i in range(200000):\n    _rpc._chan.send({'type': 'call', 'id': i, 'method': 'nope', 'params': {}})",
+		} {
+			t.Run(name, func(t *testing.T) {
+				_, out := call(t, cs, map[string]any{"code": code, "timeout_seconds": 10})
+				if out.OK || out.Error == nil {
+					t.Fatalf("a broken channel did not fail the execution: %+v", out)
+				}
+				t.Logf("%s: %s", out.Error.Type, out.Error.Message)
+				if _, next := call(t, cs, map[string]any{"code": "print(1)"}); !next.OK || next.Stdout != "1\n" {
+					t.Fatalf("the next execution: %+v", next)
+				}
+			})
+		}
+	})
+}
+
+func TestToolCallLimit(t *testing.T) {
+	u := setupUpstreams(t, 3)
+	_, out := call(t, u.cs, map[string]any{"code": "from servers.fake import echo\nfor i in range(10):\n    echo(text=str(i))"})
+	if out.OK || out.Error == nil || out.Error.Type != "ToolCallLimit" {
+		t.Fatalf("want ToolCallLimit, got %+v", out.Error)
+	}
+	if out.ToolCalls.Count != 3 {
+		t.Errorf("%d calls recorded, want the 3 allowed", out.ToolCalls.Count)
+	}
+}

@@ -1,0 +1,27 @@
+// Package catalog is codecell's index of upstream tools and its search.
+//
+// A Catalog is built once from the tools every upstream server reported
+// (New) and is never changed afterwards; when a server's tool list changes,
+// the caller builds a new Catalog and swaps it in. A Catalog is therefore safe
+// for concurrent use without locks.
+//
+// New gives each tool its Python identifier (see Ident), unique within its
+// server, so that code can write "from servers.everything import get_sum":
+// the tool's qualified name is then "everything.get_sum". Lookup accepts that
+// name and the original one ("everything.get-sum").
+//
+// Search ranks tools with BM25F over five fields of each tool: its name split
+// into words (snake_case, kebab-case, camelCase and digits), its title and
+// description, the names and descriptions of its parameters (from the input
+// schema's properties, nested ones included) and its server's name. Words are
+// lowercased, stop words dropped and suffixes stripped by a small stemmer, so
+// "reading files" matches "read_file". On top of BM25F, a few cheap signals,
+// each justified by the evaluation in search_quality_test.go: a small table of
+// general synonyms (file/document, delete/remove, ...) at a reduced weight, a
+// bonus when the query covers the words of a tool's name and when a tool
+// matches many of the query's words, and a demotion of tools whose
+// description says they are deprecated.
+//
+// The package knows nothing of MCP sessions or of the code generator; it only
+// reads the JSON Schema a tool carries, and tolerates a malformed one.
+package catalog

@@ -1,0 +1,157 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/sandbox"
+)
+
+// execCalls answers one execution's calls to the host: upstream tool calls
+// (with policy), and tool search. It records the tool calls for the
+// execution's result.
+type execCalls struct {
+	s *Server
+
+	mu          sync.Mutex // guards the fields below
+	calls       []ToolCall
+	resultBytes int64
+}
+
+// toolCallParams is what the generated servers package sends.
+type toolCallParams struct {
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// toolReply is a tool's answer as the sandbox's codecell._rpc decodes it.
+type toolReply struct {
+	Structured any              `json:"structured"`
+	Content    []map[string]any `json:"content"`
+}
+
+// HandleCall implements sandbox.CallHandler.
+func (e *execCalls) HandleCall(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case "tool":
+		var p toolCallParams
+		if err := json.Unmarshal(params, &p); err != nil || p.Server == "" || p.Tool == "" {
+			return nil, &sandbox.CallError{Kind: "ValueError", Message: "a tool call needs a server and a tool"}
+		}
+		return e.callTool(ctx, p)
+	case "search_tools":
+		var in SearchToolsInput
+		if err := json.Unmarshal(params, &in); err != nil {
+			return nil, &sandbox.CallError{Kind: "ValueError", Message: "search_tools: " + err.Error()}
+		}
+		out, err := e.s.searchTools(in)
+		if err != nil {
+			return nil, &sandbox.CallError{Kind: "ValueError", Message: err.Error()}
+		}
+		return out.Tools, nil
+	case "get_tool_definition":
+		var in GetToolDefinitionInput
+		if err := json.Unmarshal(params, &in); err != nil {
+			return nil, &sandbox.CallError{Kind: "ValueError", Message: "get_tool_definition: " + err.Error()}
+		}
+		entry, err := e.s.toolDefinition(in.Name)
+		if err != nil {
+			return nil, &sandbox.CallError{Kind: "LookupError", Message: err.Error()}
+		}
+		return entry, nil
+	}
+	return nil, &sandbox.CallError{Kind: "ValueError", Message: fmt.Sprintf("unknown host call %q", method)}
+}
+
+func (e *execCalls) callTool(ctx context.Context, p toolCallParams) (any, error) {
+	start := time.Now()
+	name := p.Server + "." + p.Tool
+	toolErr := func(msg string) error {
+		return &sandbox.CallError{Kind: "ToolError", Message: msg, Data: map[string]string{"server": p.Server, "tool": p.Tool}}
+	}
+	t, ok := e.s.tools.catalog().Lookup(name)
+	if ok {
+		name = t.QualifiedName()
+	}
+	record := func(ok bool, bytes int) {
+		e.mu.Lock()
+		e.calls = append(e.calls, ToolCall{Name: name, OK: ok, DurationMS: ms(time.Since(start))})
+		e.resultBytes += int64(bytes)
+		e.mu.Unlock()
+	}
+	if !ok {
+		record(false, 0)
+		return nil, toolErr(fmt.Sprintf("no tool %s is known (search_tools lists them)", name))
+	}
+	if !e.s.policy.allows(t) {
+		record(false, 0)
+		return nil, &sandbox.CallError{Kind: "PermissionError", Message: fmt.Sprintf("policy denies calling %s", name)}
+	}
+	res, err := e.s.up.Call(ctx, t.Server, t.Name, p.Arguments)
+	if err != nil {
+		record(false, 0)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, &sandbox.CallError{Kind: "TimeoutError", Message: err.Error()}
+		}
+		return nil, toolErr(err.Error())
+	}
+	reply := replyOf(res)
+	size := jsonSize(reply)
+	if res.IsError {
+		record(false, size)
+		msg := ""
+		for _, c := range reply.Content {
+			if s, ok := c["text"].(string); ok {
+				msg += s
+			}
+		}
+		if msg == "" {
+			msg = "the tool reported an error"
+		}
+		return nil, toolErr(msg)
+	}
+	record(true, size)
+	return reply, nil
+}
+
+// replyOf turns an MCP tool result into what the sandbox decodes.
+func replyOf(res *mcp.CallToolResult) toolReply {
+	r := toolReply{Structured: res.StructuredContent, Content: make([]map[string]any, 0, len(res.Content))}
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			r.Content = append(r.Content, map[string]any{"type": "text", "text": c.Text})
+		case *mcp.ImageContent:
+			r.Content = append(r.Content, map[string]any{"type": "image", "data": base64.StdEncoding.EncodeToString(c.Data), "mimeType": c.MIMEType})
+		case *mcp.AudioContent:
+			r.Content = append(r.Content, map[string]any{"type": "audio", "data": base64.StdEncoding.EncodeToString(c.Data), "mimeType": c.MIMEType})
+		case *mcp.EmbeddedResource:
+			r.Content = append(r.Content, map[string]any{"type": "resource", "resource": c.Resource})
+		case *mcp.ResourceLink:
+			r.Content = append(r.Content, map[string]any{"type": "resource_link", "uri": c.URI, "name": c.Name})
+		}
+	}
+	return r
+}
+
+func jsonSize(v any) int {
+	b, _ := json.Marshal(v)
+	return len(b)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// record returns the calls made so far and the bytes of their results.
+func (e *execCalls) record() ([]ToolCall, int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]ToolCall{}, e.calls...), e.resultBytes
+}

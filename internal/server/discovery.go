@@ -1,0 +1,233 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/catalog"
+	"github.com/codecell/codecell/internal/codegen"
+	"github.com/codecell/codecell/internal/upstream"
+)
+
+// Detail levels of search results (SPEC §4.3).
+const (
+	detailNameOnly = "name_only"
+	detailSummary  = "summary"
+	detailFull     = "full"
+)
+
+// SearchToolsInput is the input of search_tools.
+type SearchToolsInput struct {
+	Query       string `json:"query,omitempty" jsonschema:"What the tool should do, in words; empty lists every tool, paged."`
+	Server      string `json:"server,omitempty" jsonschema:"Only tools of this server."`
+	DetailLevel string `json:"detail_level,omitempty" jsonschema:"name_only, summary (default: adds the first sentence and the Python signature) or full (adds schemas and generated source)."`
+	Limit       int    `json:"limit,omitempty" jsonschema:"How many results, 1 to 100; default 10."`
+	Offset      int    `json:"offset,omitempty" jsonschema:"Results to skip, for paging."`
+}
+
+// ToolEntry is one tool in discovery results; fields beyond name depend on
+// the detail level.
+type ToolEntry struct {
+	Name         string          `json:"name" jsonschema:"server.tool, the way code imports it: from servers.<server> import <tool>"`
+	Summary      string          `json:"summary,omitempty" jsonschema:"The first sentence of the description."`
+	Signature    string          `json:"signature,omitempty" jsonschema:"The Python signature."`
+	Server       string          `json:"server,omitempty"`
+	OriginalName string          `json:"original_name,omitempty" jsonschema:"The tool's name on its server."`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Source       string          `json:"source,omitempty" jsonschema:"The generated Python module of the tool."`
+	Allowed      *bool           `json:"allowed,omitempty" jsonschema:"False when policy denies calling the tool."`
+}
+
+// SearchToolsOutput is the result of search_tools.
+type SearchToolsOutput struct {
+	Total int         `json:"total" jsonschema:"How many tools match in all."`
+	Tools []ToolEntry `json:"tools"`
+}
+
+// GetToolDefinitionInput is the input of get_tool_definition.
+type GetToolDefinitionInput struct {
+	Name string `json:"name" jsonschema:"The tool, as server.tool."`
+}
+
+// CategoriesOutput is the result of list_tool_categories.
+type CategoriesOutput struct {
+	Servers []upstream.Status `json:"servers"`
+}
+
+func (s *Server) addDiscoveryTools() {
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "search_tools",
+		Title:       "Search upstream tools",
+		Description: "Find tools of the connected MCP servers by what they do. Call them from execute_code: from servers.<server> import <tool>.",
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in SearchToolsInput) (*mcp.CallToolResult, SearchToolsOutput, error) {
+		out, err := s.searchTools(in)
+		if err != nil {
+			return nil, SearchToolsOutput{}, err
+		}
+		return textResult(renderSearch(out)), out, nil
+	})
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "get_tool_definition",
+		Title:       "Get one tool's definition",
+		Description: "The full definition of one upstream tool: description, schemas and its generated Python source.",
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in GetToolDefinitionInput) (*mcp.CallToolResult, ToolEntry, error) {
+		e, err := s.toolDefinition(in.Name)
+		if err != nil {
+			return nil, ToolEntry{}, err
+		}
+		return textResult(e.Source), e, nil
+	})
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "list_tool_categories",
+		Title:       "List upstream servers",
+		Description: "Each upstream MCP server with its tool count, connection state and what it is for.",
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, CategoriesOutput, error) {
+		out := CategoriesOutput{Servers: s.statuses()}
+		var b strings.Builder
+		for _, st := range out.Servers {
+			fmt.Fprintf(&b, "%s: %s, %d tools", st.Name, st.State, st.Tools)
+			if st.Error != "" {
+				fmt.Fprintf(&b, " (%s)", st.Error)
+			}
+			if st.Instructions != "" {
+				fmt.Fprintf(&b, " - %s", st.Instructions)
+			}
+			b.WriteString("\n")
+		}
+		if b.Len() == 0 {
+			b.WriteString("no upstream servers are configured\n")
+		}
+		return textResult(b.String()), out, nil
+	})
+}
+
+// SearchTools is search_tools, for the command line and the REST API.
+func (s *Server) SearchTools(in SearchToolsInput) (SearchToolsOutput, error) {
+	return s.searchTools(in)
+}
+
+// ToolDefinition is get_tool_definition, for the command line.
+func (s *Server) ToolDefinition(name string) (ToolEntry, error) { return s.toolDefinition(name) }
+
+// Statuses is list_tool_categories, for the command line and doctor.
+func (s *Server) Statuses() []upstream.Status { return s.statuses() }
+
+func (s *Server) statuses() []upstream.Status {
+	if s.up == nil {
+		return []upstream.Status{}
+	}
+	return s.up.Statuses()
+}
+
+// searchTools is search_tools for MCP, the sandbox and the REST API.
+func (s *Server) searchTools(in SearchToolsInput) (SearchToolsOutput, error) {
+	detail := in.DetailLevel
+	switch detail {
+	case "":
+		detail = detailSummary
+	case detailNameOnly, detailSummary, detailFull:
+	default:
+		return SearchToolsOutput{}, fieldError("detail_level", "%q is not one of name_only, summary, full", in.DetailLevel)
+	}
+	if in.Limit == 0 {
+		in.Limit = 10
+	}
+	if in.Limit < 1 || in.Limit > 100 {
+		return SearchToolsOutput{}, fieldError("limit", "%d is out of range 1..100", in.Limit)
+	}
+	if in.Offset < 0 {
+		return SearchToolsOutput{}, fieldError("offset", "must not be negative")
+	}
+	cat := s.tools.catalog()
+	if in.Server != "" && !contains(cat.Servers(), in.Server) {
+		return SearchToolsOutput{}, fieldError("server", "no connected server is named %q (list_tool_categories lists them)", in.Server)
+	}
+	res := cat.Search(catalog.Query{Text: in.Query, Server: in.Server, Limit: in.Limit, Offset: in.Offset})
+	out := SearchToolsOutput{Total: res.Total, Tools: make([]ToolEntry, 0, len(res.Hits))}
+	for _, h := range res.Hits {
+		out.Tools = append(out.Tools, s.entry(h.Tool, detail))
+	}
+	return out, nil
+}
+
+func (s *Server) toolDefinition(name string) (ToolEntry, error) {
+	t, ok := s.tools.catalog().Lookup(name)
+	if !ok {
+		return ToolEntry{}, fieldError("name", "no tool is named %q (search_tools finds them; names are server.tool)", name)
+	}
+	return s.entry(t, detailFull), nil
+}
+
+func (s *Server) entry(t catalog.Tool, detail string) ToolEntry {
+	e := ToolEntry{Name: t.QualifiedName()}
+	if detail == detailNameOnly {
+		return e
+	}
+	e.Summary = firstSentence(t.Description, 200)
+	e.Signature = codegen.Signature(t)
+	if !s.policy.allows(t) {
+		no := false
+		e.Allowed = &no
+	}
+	if detail == detailFull {
+		e.Server, e.OriginalName, e.Description = t.Server, t.Name, t.Description
+		e.InputSchema, e.OutputSchema = t.InputSchema, t.OutputSchema
+		e.Source = codegen.Source(t)
+	}
+	return e
+}
+
+func renderSearch(out SearchToolsOutput) string {
+	var b strings.Builder
+	for _, e := range out.Tools {
+		b.WriteString(e.Name)
+		if e.Signature != "" {
+			fmt.Fprintf(&b, "  %s", e.Signature)
+		}
+		if e.Summary != "" {
+			fmt.Fprintf(&b, "\n    %s", e.Summary)
+		}
+		if e.Source != "" {
+			fmt.Fprintf(&b, "\n%s", e.Source)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "(%d of %d)\n", len(out.Tools), out.Total)
+	return b.String()
+}
+
+// firstSentence is the description up to its first sentence end, at most max
+// characters.
+func firstSentence(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	for i, r := range s {
+		if (r == '.' || r == '!' || r == '?') && (i+1 == len(s) || s[i+1] == ' ') {
+			s = s[:i+1]
+			break
+		}
+	}
+	if utf8.RuneCountInString(s) > max {
+		s = string([]rune(s)[:max-1]) + "…"
+	}
+	return s
+}
+
+func textResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

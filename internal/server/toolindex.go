@@ -1,0 +1,152 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/codecell/codecell/internal/catalog"
+	"github.com/codecell/codecell/internal/codegen"
+)
+
+// toolIndex is the current catalog of upstream tools and the generated
+// servers package that matches it. It is rebuilt whenever an upstream's
+// tool list changes.
+type toolIndex struct {
+	genDir string // host directory holding servers -> vN/servers
+
+	mu      sync.RWMutex // guards cat
+	cat     *catalog.Catalog
+	buildMu sync.Mutex // one rebuild at a time
+}
+
+func (ix *toolIndex) catalog() *catalog.Catalog {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.cat
+}
+
+// rebuild indexes tools and publishes their generated package: the files go
+// to a new content-named directory, then the "servers" symlink is swapped
+// with a rename, so a sandbox importing at that moment sees the old package
+// or the new one, never a mix.
+func (ix *toolIndex) rebuild(tools []catalog.Tool) error {
+	ix.buildMu.Lock()
+	defer ix.buildMu.Unlock()
+	cat := catalog.New(tools)
+	byServer := map[string][]catalog.Tool{}
+	for _, t := range cat.Tools() {
+		byServer[t.Server] = append(byServer[t.Server], t)
+	}
+	files, err := codegen.Generate(byServer)
+	if err != nil {
+		return fmt.Errorf("generate the servers package: %w", err)
+	}
+	if ix.genDir != "" {
+		if err := publish(ix.genDir, files); err != nil {
+			return err
+		}
+	}
+	ix.mu.Lock()
+	ix.cat = cat
+	ix.mu.Unlock()
+	return nil
+}
+
+// publish writes files under dir/v<hash>/ and points dir/servers at it.
+func publish(dir string, files map[string][]byte) error {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		fmt.Fprintf(h, "%s\x00%d\x00", n, len(files[n]))
+		h.Write(files[n])
+	}
+	version := "v" + hex.EncodeToString(h.Sum(nil))[:16]
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("publish the servers package: %w", err)
+	}
+	target := filepath.Join(dir, version)
+	if _, err := os.Stat(target); err != nil {
+		tmp, err := os.MkdirTemp(dir, ".build-")
+		if err != nil {
+			return fmt.Errorf("publish the servers package: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		for _, n := range names {
+			p := filepath.Join(tmp, filepath.FromSlash(path.Clean(n)))
+			if !strings.HasPrefix(p, tmp+string(filepath.Separator)) {
+				return fmt.Errorf("publish the servers package: bad path %q", n)
+			}
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(p, files[n], 0o644); err != nil {
+				return err
+			}
+		}
+		if err := os.Chmod(tmp, 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, target); err != nil {
+			return fmt.Errorf("publish the servers package: %w", err)
+		}
+	}
+	link := filepath.Join(dir, ".servers-"+version)
+	os.Remove(link)
+	if err := os.Symlink(filepath.Join(version, "servers"), link); err != nil {
+		return fmt.Errorf("publish the servers package: %w", err)
+	}
+	if err := os.Rename(link, filepath.Join(dir, "servers")); err != nil {
+		return fmt.Errorf("publish the servers package: %w", err)
+	}
+	// Old versions: a sandbox importing right now may still read the
+	// previous one, so keep it; drop the rest.
+	entries, _ := os.ReadDir(dir)
+	var old []os.DirEntry
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "v") && e.Name() != version {
+			old = append(old, e)
+		}
+	}
+	sort.Slice(old, func(i, j int) bool {
+		a, _ := old[i].Info()
+		b, _ := old[j].Info()
+		return a.ModTime().After(b.ModTime())
+	})
+	for i, e := range old {
+		if i >= 1 {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+	return nil
+}
+
+// policy decides which tools code may call: allow and deny are glob
+// patterns (path.Match) on "server.tool", matched against the tool's
+// original name and its Python name; deny wins.
+type policy struct{ allow, deny []string }
+
+func (p policy) allows(t catalog.Tool) bool {
+	names := []string{t.Server + "." + t.Name, t.QualifiedName()}
+	match := func(patterns []string) bool {
+		for _, pat := range patterns {
+			for _, n := range names {
+				if ok, _ := path.Match(pat, n); ok {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return match(p.allow) && !match(p.deny)
+}

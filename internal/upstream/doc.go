@@ -1,0 +1,9 @@
+// Package upstream is codecell's MCP client side: it connects to the
+// upstream servers of the config (stdio, Streamable HTTP, legacy SSE), keeps
+// their tool lists current, and calls their tools with timeouts, restarting a
+// stdio server that died on next use, with backoff.
+//
+// A stdio server gets the environment its config names plus a minimal base
+// (PATH and HOME), never codecell's own environment. Servers connect in
+// parallel in the background; one that fails does not hold up the others.
+package upstream
