@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -19,7 +20,8 @@ func runTools(ctx context.Context, g *globals, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	server_ := fs.String("server", "", "only tools of this server")
 	limit := fs.Int("limit", 20, "how many results (search)")
-	if err := fs.Parse(args); err != nil {
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
 	if g.logLevel == "info" {
@@ -72,10 +74,10 @@ func runTools(ctx context.Context, g *globals, args []string) error {
 		}
 		return print(all, b.String())
 	case "search":
-		if fs.NArg() == 0 {
+		if len(positional) == 0 {
 			return fmt.Errorf("usage: codecell tools search QUERY")
 		}
-		out, err := a.server.SearchTools(server.SearchToolsInput{Query: strings.Join(fs.Args(), " "), Server: *server_, Limit: *limit})
+		out, err := a.server.SearchTools(server.SearchToolsInput{Query: strings.Join(positional, " "), Server: *server_, Limit: *limit})
 		if err != nil {
 			return err
 		}
@@ -86,14 +88,30 @@ func runTools(ctx context.Context, g *globals, args []string) error {
 		fmt.Fprintf(&b, "(%d of %d)\n", len(out.Tools), out.Total)
 		return print(out, b.String())
 	case "show":
-		if fs.NArg() != 1 {
+		if len(positional) != 1 {
 			return fmt.Errorf("usage: codecell tools show SERVER.TOOL")
 		}
-		e, err := a.server.ToolDefinition(fs.Arg(0))
+		e, err := a.server.ToolDefinition(positional[0])
 		if err != nil {
 			return err
 		}
 		return print(e, fmt.Sprintf("%s (%s on %s)\n\n%s\n\n%s", e.Name, e.OriginalName, e.Server, e.Description, e.Source))
 	}
 	return fmt.Errorf("unknown tools command %q: want list, search or show", sub)
+}
+
+// parseInterspersed parses flags that may come before, between or after the
+// positional arguments, which it returns.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }

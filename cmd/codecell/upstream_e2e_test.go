@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -284,5 +285,35 @@ func TestToolCallLimit(t *testing.T) {
 	}
 	if out.ToolCalls.Count != 3 {
 		t.Errorf("%d calls recorded, want the 3 allowed", out.ToolCalls.Count)
+	}
+}
+
+func TestToolsCommandAndDoctor(t *testing.T) {
+	requireProduction(t)
+	cfg := fmt.Sprintf(`{"mcpServers": {"fake": {"command": %q}, "broken": {"command": "/nonexistent/mcp-server"}},
+		"sandbox": {"isolation": "production", "python": "/usr/bin/python3"}}`, fakeUpstream(t))
+	cfgPath, dataDir := testDirs(t, cfg)
+	flags := []string{"--config", cfgPath, "--data-dir", dataDir}
+
+	out, code := runCLI(t, append([]string{"tools", "list"}, flags...)...)
+	if code != 0 || !strings.Contains(out, "fake.add_numbers") || !strings.Contains(out, "broken (failed") {
+		t.Fatalf("tools list exit %d:\n%s", code, out)
+	}
+	out, code = runCLI(t, append([]string{"tools", "search", "add two numbers"}, flags...)...)
+	if code != 0 || !regexp.MustCompile(`(?m)\A(.*\n)*?fake\.`).MatchString(out) || !strings.Contains(out, "fake.add_numbers\n    add_numbers(*, a: float, b: float)") || strings.Index(out, "fake.add_numbers") > strings.Index(out, "fake.add_tool") {
+		t.Fatalf("tools search exit %d:\n%s", code, out)
+	}
+	out, code = runCLI(t, append([]string{"tools", "show", "fake.add_numbers"}, flags...)...)
+	if code != 0 || !strings.Contains(out, "def add_numbers(") || !strings.Contains(out, "add-numbers") {
+		t.Fatalf("tools show exit %d:\n%s", code, out)
+	}
+	out, code = runCLI(t, append([]string{"tools", "show", "fake.nope"}, flags...)...)
+	if code == 0 || !strings.Contains(out, "no tool is named") {
+		t.Fatalf("tools show of an unknown tool exit %d:\n%s", code, out)
+	}
+	out, code = runCLI(t, append([]string{"doctor"}, flags...)...)
+	if code != 0 || !regexp.MustCompile(`upstream fake\s+connected, stdio, 9 tools`).MatchString(out) ||
+		!regexp.MustCompile(`upstream broken\s+failed, stdio, 0 tools: .*nonexistent`).MatchString(out) {
+		t.Fatalf("doctor exit %d:\n%s", code, out)
 	}
 }

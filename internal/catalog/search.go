@@ -113,10 +113,10 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym map[strin
 				// A synonym's match never counts for more than one of the
 				// word typed: the postings carry the synonym's own idf,
 				// which is higher when it is the rarer word ("document"
-				// for "file").
+				// for "file"). A word no tool uses is rarer than any.
 				w := synonymWeight
-				if idf, sidf := c.index.idf[t], c.index.idf[s]; sidf > 0 && idf < sidf {
-					w *= idf / sidf
+				if idf, ok := c.index.idf[t]; ok && idf < c.index.idf[s] {
+					w *= idf / c.index.idf[s]
 				}
 				alts = append(alts, []weighted{{s, w}})
 				synonym[s] = true
@@ -247,21 +247,6 @@ func (c *Catalog) rank(text string, server int) []Hit {
 		// beats one that matches a single word many times.
 		qcov := float64(bits.OnesCount32(sc.matched[i])) / float64(len(cs))
 		s *= 1 - queryCoverageWeight + queryCoverageWeight*qcov
-		if nameQueryBonus > 0 {
-			inName := 0.0
-			for _, con := range cs {
-				best := 0.0
-				for _, alt := range con.alts {
-					for _, wt := range alt {
-						if slices.Contains(d.nameTerms, wt.term) {
-							best = max(best, wt.weight)
-						}
-					}
-				}
-				inName += best
-			}
-			s *= 1 + nameQueryBonus*inName/float64(len(cs))
-		}
 		if d.deprecated {
 			s *= deprecatedFactor
 		}
@@ -281,14 +266,13 @@ func (c *Catalog) rank(text string, server int) []Hit {
 // short and nearly all of equal length, so normalizing them matters less);
 // the field weights and bonuses were set on the evaluation in
 // search_quality_test.go, keeping round values where the measure was flat.
-var (
+const (
 	k1 = 1.2
 
 	nameCoverageBonus   = 0.5  // score × (1 + bonus × share of name words in the query)
 	queryCoverageWeight = 0.5  // score × (1 - w + w × share of query words matched)
 	deprecatedFactor    = 0.75 // a deprecated tool yields to its replacement
 	serverPrior         = 0.5
-	nameQueryBonus      = 0.0
 )
 
 // The fields of a tool that the index reads.

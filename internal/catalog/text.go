@@ -226,7 +226,7 @@ var synonymGroups = [][]string{
 
 // synonymWeight scales a synonym's contribution relative to the query word
 // itself, so that a tool using the agent's own word still ranks first.
-var synonymWeight = 0.5
+const synonymWeight = 0.5
 
 // synonyms maps a stemmed term to the stemmed other members of its groups.
 var synonyms = func() map[string][]string {

@@ -91,7 +91,7 @@ func runPython(t *testing.T, dir, script string, flags ...string) []byte {
 	defer cancel()
 	args := append(append([]string{"-I"}, flags...), "-c", script, dir)
 	cmd := exec.CommandContext(ctx, python, args...)
-	cmd.SysProcAttr = sysProcAttr()
+	isolate(cmd)
 	cmd.WaitDelay = time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -2,8 +2,9 @@
 
 package codegen
 
-import "syscall"
+import "os/exec"
 
-// sysProcAttr returns nil where Pdeathsig does not exist: the checker still
-// ends when its standard input closes.
-func sysProcAttr() *syscall.SysProcAttr { return nil }
+// isolate does nothing where process groups and Pdeathsig are not at hand:
+// the context still kills python, and the checker ends when its standard
+// input closes.
+func isolate(cmd *exec.Cmd) {}
