@@ -56,10 +56,11 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// startEverythingHTTP runs server-everything in its streamableHttp mode.
-func startEverythingHTTP(t testing.TB, entry string) string {
+// startEverything runs server-everything in its streamableHttp or sse mode
+// and returns its URL.
+func startEverything(t testing.TB, entry, mode string) string {
 	port := freePort(t)
-	cmd := exec.Command("node", entry, "streamableHttp")
+	cmd := exec.Command("node", entry, mode)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -70,7 +71,7 @@ func startEverythingHTTP(t testing.TB, entry string) string {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening") {
+			if strings.Contains(sc.Text(), "listening") || strings.Contains(sc.Text(), "running on port") {
 				close(ready)
 				break
 			}
@@ -81,7 +82,10 @@ func startEverythingHTTP(t testing.TB, entry string) string {
 	select {
 	case <-ready:
 	case <-time.After(30 * time.Second):
-		t.Fatal("server-everything streamableHttp did not start")
+		t.Fatalf("server-everything %s did not start", mode)
+	}
+	if mode == "sse" {
+		return fmt.Sprintf("http://127.0.0.1:%d/sse", port)
 	}
 	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
@@ -103,7 +107,8 @@ func setupUpstreams(t *testing.T, maxToolCalls int) upstreamSetup {
 	cfg := map[string]any{
 		"mcpServers": map[string]any{
 			"everything":     map[string]any{"command": "node", "args": []string{everything, "stdio"}},
-			"everythinghttp": map[string]any{"url": startEverythingHTTP(t, everything), "transport": "streamable-http"},
+			"everythinghttp": map[string]any{"url": startEverything(t, everything, "streamableHttp"), "transport": "streamable-http"},
+			"everythingsse":  map[string]any{"url": startEverything(t, everything, "sse"), "transport": "sse"},
 			"filesystem":     map[string]any{"command": "node", "args": []string{fsEntry, files}},
 			"memory":         map[string]any{"command": "node", "args": []string{memEntry}, "env": map[string]string{"MEMORY_FILE_PATH": memFile}},
 			"fake":           map[string]any{"command": fakeUpstream(t)},
@@ -158,7 +163,7 @@ func TestUpstreamToolsFromCode(t *testing.T) {
 			t.Errorf("broken server's error does not say what failed: %q", s.Error)
 		}
 	}
-	for name, want := range map[string]string{"everything": "connected", "everythinghttp": "connected", "filesystem": "connected", "memory": "connected", "fake": "connected", "broken": "failed"} {
+	for name, want := range map[string]string{"everything": "connected", "everythinghttp": "connected", "everythingsse": "connected", "filesystem": "connected", "memory": "connected", "fake": "connected", "broken": "failed"} {
 		if states[name] != want {
 			t.Errorf("server %s is %q, want %q (%s)", name, states[name], want, raw)
 		}
@@ -176,7 +181,8 @@ func TestUpstreamToolsFromCode(t *testing.T) {
 		{"structured from a Go server", "from servers.fake import add_numbers\nadd_numbers(a=1.5, b=2)", `{"sum":3.5}`, true},
 		{"image", "import servers\nfrom servers.everything import get_tiny_image\nr = get_tiny_image()\nitems = r if isinstance(r, list) else [r]\nimgs = [i for i in items if isinstance(i, servers.Image)]\nresult = [imgs[0].mime_type, imgs[0].data[:4] == b'\\x89PNG']", `["image/png",true]`, true},
 		{"tool error", "import servers\nfrom servers.fake import fail\ntry:\n    fail(text='boom')\nexcept servers.ToolError as e:\n    result = [e.server, e.tool, 'boom' in e.message]", `["fake","fail",true]`, true},
-		{"over streamable HTTP", "from servers.everythinghttp import echo\necho(message='over http')", "", true},
+		{"over streamable HTTP", "from servers.everythinghttp import echo\necho(message='over http')", `"Echo: over http"`, true},
+		{"over legacy SSE", "from servers.everythingsse import echo\necho(message='over sse')", `"Echo: over sse"`, true},
 		{"filesystem write and read", fmt.Sprintf("from servers.filesystem import write_file, read_text_file\nwrite_file(path=%q, content='hello fs')\nread_text_file(path=%q)", filepath.Join(u.files, "a.txt"), filepath.Join(u.files, "a.txt")), "", true},
 		{"memory graph", "from servers.memory import create_entities, read_graph\ncreate_entities(entities=[{'name': 'Ada', 'entityType': 'person', 'observations': ['wrote code']}])\n[e['name'] for e in read_graph()['entities']]", `["Ada"]`, true},
 		{"search from code", "from codecell import search_tools\n[t['name'] for t in search_tools('add two numbers', limit=3)]", "", true},

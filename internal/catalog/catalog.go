@@ -16,13 +16,18 @@ import (
 // The Tools it returns share their schema bytes with the Catalog; callers
 // must not modify them.
 type Catalog struct {
-	docs     []doc          // sorted by qualified name
-	byIdent  map[string]int // "server.ident" -> index into docs
-	byName   map[string]int // "server.originalName" -> index into docs
-	servers  []string       // sorted
-	serverID map[string]int // server name -> index into servers
-	index    index
-	scratch  sync.Pool // of *scratch sized for docs; the only mutable state, safe as a sync.Pool is
+	docs      []doc            // sorted by qualified name
+	docServer []int32          // docs[i].server, packed for the search's inner loop
+	byIdent   map[string]int   // "server.ident" -> index into docs
+	byName    map[string]int   // "server.originalName" -> index into docs
+	servers   []string         // sorted
+	serverID  map[string]int32 // server name -> index into servers
+	index     index
+
+	// scratch holds *scratch values sized for docs: working memory of
+	// searches, the only state that changes after New, and safe to share
+	// as sync.Pool is.
+	scratch sync.Pool
 }
 
 // New builds a Catalog of tools. It sets each tool's Ident to Ident(Name),
@@ -40,33 +45,37 @@ func New(tools []Tool) *Catalog {
 		ts[i] = t
 	}
 	assignIdents(ts)
-	slices.SortFunc(ts, func(a, b Tool) int {
-		return strings.Compare(a.QualifiedName(), b.QualifiedName())
-	})
 
 	c := &Catalog{
 		docs:     make([]doc, len(ts)),
 		byIdent:  make(map[string]int, len(ts)),
 		byName:   make(map[string]int, len(ts)),
-		serverID: make(map[string]int),
-	}
-	for _, t := range ts {
-		c.serverID[t.Server] = 0
-	}
-	c.servers = sortedKeys(c.serverID)
-	for i, s := range c.servers {
-		c.serverID[s] = i
+		serverID: make(map[string]int32),
 	}
 	for i, t := range ts {
-		c.docs[i] = doc{tool: t, qualified: t.QualifiedName(), server: c.serverID[t.Server]}
-		c.byIdent[c.docs[i].qualified] = i
+		c.docs[i] = doc{tool: t, qualified: t.QualifiedName()}
+		c.serverID[t.Server] = 0
+	}
+	slices.SortFunc(c.docs, func(a, b doc) int { return strings.Compare(a.qualified, b.qualified) })
+	c.servers = sortedKeys(c.serverID)
+	for i, s := range c.servers {
+		c.serverID[s] = int32(i)
+	}
+	for i := range c.docs {
+		d := &c.docs[i]
+		d.server = c.serverID[d.tool.Server]
+		c.byIdent[d.qualified] = i
 		// With duplicate original names, the first in sorted order (the one
 		// that kept the plain identifier) answers to the original name.
-		if _, dup := c.byName[t.Server+"."+t.Name]; !dup {
-			c.byName[t.Server+"."+t.Name] = i
+		if k := d.tool.Server + "." + d.tool.Name; !hasKey(c.byName, k) {
+			c.byName[k] = i
 		}
 	}
-	c.index = buildIndex(c.docs)
+	c.docServer = make([]int32, len(c.docs))
+	for i := range c.docs {
+		c.docServer[i] = c.docs[i].server
+	}
+	c.index = buildIndex(c.docs, len(c.servers))
 	return c
 }
 
@@ -123,6 +132,11 @@ func assignIdents(ts []Tool) {
 			}
 		}
 	}
+}
+
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 func boolOrder(a, b bool) int {
@@ -185,8 +199,8 @@ func (c *Catalog) ServerTools(server string) []Tool {
 type doc struct {
 	tool       Tool
 	qualified  string
-	server     int      // index into Catalog.servers
-	nameTerms  []string // distinct stemmed terms of the tool's name
+	server     int32   // index into Catalog.servers
+	nameTerms  []int32 // distinct term IDs of the words of the tool's name
 	deprecated bool
 }
 

@@ -10,18 +10,26 @@
 // the tool's qualified name is then "everything.get_sum". Lookup accepts that
 // name and the original one ("everything.get-sum").
 //
-// Search ranks tools with BM25F over five fields of each tool: its name split
-// into words (snake_case, kebab-case, camelCase and digits), its title and
-// description, the names and descriptions of its parameters (from the input
-// schema's properties, nested ones included) and its server's name. Words are
-// lowercased, stop words dropped and suffixes stripped by a small stemmer, so
-// "reading files" matches "read_file". On top of BM25F, a few cheap signals,
-// each justified by the evaluation in search_quality_test.go: a small table of
-// general synonyms (file/document, delete/remove, ...) at a reduced weight, a
-// bonus when the query covers the words of a tool's name and when a tool
-// matches many of the query's words, and a demotion of tools whose
-// description says they are deprecated.
+// Search ranks tools with BM25F over six fields of each tool: its name split
+// into words (snake_case, kebab-case, camelCase and digits), its title, its
+// description, the names and the descriptions of its parameters (from the
+// input schema's properties, nested ones included) and its server's name.
+// Words are lowercased, stop words dropped and suffixes stripped by a small
+// stemmer, so that "reading files" matches "read_file". On top of BM25F, a few
+// cheap signals, each measured by the evaluation in search_quality_test.go:
+//
+//   - a small table of general synonyms (file/document, delete/remove,
+//     list/show, ...), at half weight and never above the typed word's idf;
+//   - a word's alternatives (its synonyms; "GitHub" whole or as "git hub")
+//     count once, by the best of them;
+//   - a bonus for the share of the tool's name words the query asked for, and
+//     for the share of the query's words the tool matched;
+//   - a bonus for tools of the server that fits the query best as a whole
+//     (a query naming "S3" or "Jira" favours that server's tools);
+//   - a demotion of tools whose description says they are deprecated.
 //
 // The package knows nothing of MCP sessions or of the code generator; it only
-// reads the JSON Schema a tool carries, and tolerates a malformed one.
+// reads the JSON Schema a tool carries, and tolerates a malformed one. It does
+// not protect against a server that stuffs its descriptions with popular
+// words to rank first: descriptions are the upstream server's to write.
 package catalog

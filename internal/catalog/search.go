@@ -1,7 +1,7 @@
 package catalog
 
 import (
-	"cmp"
+	"container/heap"
 	"math"
 	"math/bits"
 	"slices"
@@ -55,7 +55,7 @@ func (c *Catalog) Search(q Query) Result {
 		limit = DefaultLimit
 	}
 	limit = min(limit, MaxLimit)
-	server := -1
+	server := int32(-1)
 	if q.Server != "" {
 		id, ok := c.serverID[q.Server]
 		if !ok {
@@ -64,19 +64,25 @@ func (c *Catalog) Search(q Query) Result {
 		server = id
 	}
 
-	var hits []Hit
+	var r Result
 	if strings.TrimSpace(q.Text) == "" {
 		for i := range c.docs {
-			if server < 0 || c.docs[i].server == server {
-				hits = append(hits, Hit{Tool: c.docs[i].tool})
+			if server >= 0 && c.docs[i].server != server {
+				continue
 			}
+			if r.Total >= offset && r.Total < offset+limit {
+				r.Hits = append(r.Hits, Hit{Tool: c.docs[i].tool})
+			}
+			r.Total++
 		}
-	} else {
-		hits = c.rank(q.Text, server)
+		return r
 	}
-	r := Result{Total: len(hits)}
-	if offset < len(hits) {
-		r.Hits = hits[offset:min(offset+limit, len(hits))]
+	ranked, total := c.rank(q.Text, server, min(offset, len(c.docs))+limit)
+	r.Total = total
+	if offset < len(ranked) {
+		for _, h := range ranked[offset:] {
+			r.Hits = append(r.Hits, Hit{Tool: c.docs[h.doc].tool, Score: h.score})
+		}
 	}
 	return r
 }
@@ -89,110 +95,140 @@ type concept struct {
 }
 
 type weighted struct {
-	term   string
+	term   int32 // term ID
 	weight float64
 }
 
-// concepts analyzes a query.
-func (c *Catalog) concepts(text string) (cs []concept, direct, synonym map[string]bool) {
-	direct = make(map[string]bool)
-	synonym = make(map[string]bool)
+// concepts analyzes a query into concepts over the catalog's terms, and the
+// terms the query holds as typed (direct) and through synonyms only. Words
+// no tool uses are left out.
+func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) {
+	seen := make(map[string]bool)
 	for _, r := range runs(text) {
 		if len(cs) == maxQueryTerms {
 			break
 		}
 		var alts [][]weighted
-		switch {
-		case r.whole == "" && direct[r.words[0]]:
-			continue // a repeated word
-		case r.whole == "":
+		if r.whole == "" {
 			t := r.words[0]
-			direct[t] = true
-			alts = append(alts, []weighted{{t, 1}})
+			if seen[t] {
+				continue
+			}
+			seen[t] = true
+			idf, known := c.index.idf(t)
+			if id, ok := c.index.ids[t]; ok {
+				alts = append(alts, []weighted{{id, 1}})
+				direct = append(direct, id)
+			}
 			for _, s := range synonyms[t] {
+				id, ok := c.index.ids[s]
+				if !ok {
+					continue
+				}
 				// A synonym's match never counts for more than one of the
 				// word typed: the postings carry the synonym's own idf,
 				// which is higher when it is the rarer word ("document"
 				// for "file"). A word no tool uses is rarer than any.
 				w := synonymWeight
-				if idf, ok := c.index.idf[t]; ok && idf < c.index.idf[s] {
-					w *= idf / c.index.idf[s]
+				if sidf, _ := c.index.idf(s); known && idf < sidf {
+					w *= idf / sidf
 				}
-				alts = append(alts, []weighted{{s, w}})
-				synonym[s] = true
+				alts = append(alts, []weighted{{id, w}})
+				synonym = append(synonym, id)
 			}
-		default:
-			if direct[r.whole] {
+		} else {
+			if seen[r.whole] {
 				continue
 			}
-			direct[r.whole] = true
-			alts = append(alts, []weighted{{r.whole, 1}})
+			seen[r.whole] = true
+			if id, ok := c.index.ids[r.whole]; ok {
+				alts = append(alts, []weighted{{id, 1}})
+				direct = append(direct, id)
+			}
 			var parts []weighted
 			for _, w := range r.words {
-				direct[w] = true
-				parts = append(parts, weighted{w, 1 / float64(len(r.words))})
+				if id, ok := c.index.ids[w]; ok {
+					parts = append(parts, weighted{id, 1 / float64(len(r.words))})
+					direct = append(direct, id)
+				}
 			}
 			if len(parts) > 0 {
 				alts = append(alts, parts)
 			}
 		}
+		// A concept no tool can match still counts in the query's length,
+		// so that coverage stays honest about unknown words.
 		cs = append(cs, concept{alts})
 	}
-	for t := range direct {
-		delete(synonym, t)
-	}
+	synonym = slices.DeleteFunc(synonym, func(id int32) bool { return slices.Contains(direct, id) })
 	return cs, direct, synonym
 }
 
-// scratch is the per-search working memory of rank, one slot per tool.
+// scratch is the per-search working memory of rank, one slot per tool. The
+// slots are zero between searches: rank resets every slot it touches.
 type scratch struct {
 	score, best, alt []float64
 	matched          []uint32 // bit i: the tool matched concept i
+	touched          []int32
+	conceptTouched   []int32
+	altTouched       []int32
+}
+
+// scored is a tool of a ranking: its index in Catalog.docs and its score.
+type scored struct {
+	doc   int32
+	score float64
+}
+
+// better orders a ranking: higher scores first, ties by qualified name,
+// which is the order of docs.
+func better(a, b scored) bool {
+	return a.score > b.score || a.score == b.score && a.doc < b.doc
 }
 
 // rank scores every tool in scope (server, or all if negative) that shares a
-// term with text, best first.
-func (c *Catalog) rank(text string, server int) []Hit {
+// term with text and returns the best top of them, best first, and how many
+// there are in all.
+func (c *Catalog) rank(text string, server int32, top int) ([]scored, int) {
 	cs, direct, synonym := c.concepts(text)
 	if len(cs) == 0 {
-		return nil
+		return nil, 0
 	}
 	sc, _ := c.scratch.Get().(*scratch)
 	if sc == nil {
 		n := len(c.docs)
-		sc = &scratch{make([]float64, n), make([]float64, n), make([]float64, n), make([]uint32, n)}
+		sc = &scratch{score: make([]float64, n), best: make([]float64, n), alt: make([]float64, n), matched: make([]uint32, n)}
 	}
 	defer c.scratch.Put(sc)
 
-	// BM25F, concept by concept, each scored by its best alternative. The
-	// slots are zero between searches: every one touched is reset below.
-	var touched, conceptTouched, altTouched []int32
+	// BM25F, concept by concept, each scored by its best alternative.
+	sc.touched = sc.touched[:0]
 	for ci, con := range cs {
-		conceptTouched = conceptTouched[:0]
+		sc.conceptTouched = sc.conceptTouched[:0]
 		for _, alt := range con.alts {
-			altTouched = altTouched[:0]
+			sc.altTouched = sc.altTouched[:0]
 			for _, wt := range alt {
 				for _, p := range c.index.postings[wt.term] {
-					if server >= 0 && c.docs[p.doc].server != server {
+					if server >= 0 && c.docServer[p.doc] != server {
 						continue
 					}
 					if sc.alt[p.doc] == 0 {
-						altTouched = append(altTouched, p.doc)
+						sc.altTouched = append(sc.altTouched, p.doc)
 					}
 					sc.alt[p.doc] += wt.weight * float64(p.weight)
 				}
 			}
-			for _, d := range altTouched {
+			for _, d := range sc.altTouched {
 				if sc.best[d] == 0 {
-					conceptTouched = append(conceptTouched, d)
+					sc.conceptTouched = append(sc.conceptTouched, d)
 				}
 				sc.best[d] = max(sc.best[d], sc.alt[d])
 				sc.alt[d] = 0
 			}
 		}
-		for _, d := range conceptTouched {
+		for _, d := range sc.conceptTouched {
 			if sc.score[d] == 0 {
-				touched = append(touched, d)
+				sc.touched = append(sc.touched, d)
 			}
 			sc.score[d] += sc.best[d]
 			sc.matched[d] |= 1 << ci
@@ -200,34 +236,15 @@ func (c *Catalog) rank(text string, server int) []Hit {
 		}
 	}
 
-	// Server prior: how well the query fits each server as a whole.
-	srv := make([]float64, len(c.servers))
-	for _, con := range cs {
-		best := make([]float64, len(c.servers))
-		for _, alt := range con.alts {
-			acc := make([]float64, len(c.servers))
-			for _, wt := range alt {
-				for _, p := range c.index.servers[wt.term] {
-					acc[p.doc] += wt.weight * float64(p.weight)
-				}
-			}
-			for i := range best {
-				best[i] = max(best[i], acc[i])
-			}
-		}
-		for i := range srv {
-			srv[i] += best[i]
-		}
-	}
-	maxSrv := slices.Max(append(srv, 0))
-
-	hits := make([]Hit, 0, len(touched))
-	for _, i := range touched {
+	fit := c.serverFit(cs)
+	sel := selector{top: top}
+	for _, i := range sc.touched {
 		d := &c.docs[i]
 		s := sc.score[i]
-		if maxSrv > 0 {
-			s *= 1 + serverPrior*srv[d.server]/maxSrv
-		}
+		// Server fit: a query that names a product ("S3", "Jira") or the
+		// vocabulary of one server favours that server's tools, even those
+		// whose own description does not repeat the word.
+		s *= 1 + serverFitBonus*fit[d.server]
 		// Name coverage: how much of the tool's name the query asked for.
 		// "read a file" covers all of read_file but two thirds of
 		// read_text_file; BM25 alone barely tells them apart.
@@ -235,9 +252,9 @@ func (c *Catalog) rank(text string, server int) []Hit {
 			covered := 0.0
 			for _, t := range d.nameTerms {
 				switch {
-				case direct[t]:
+				case slices.Contains(direct, t):
 					covered++
-				case synonym[t]:
+				case slices.Contains(synonym, t):
 					covered += synonymWeight
 				}
 			}
@@ -250,29 +267,96 @@ func (c *Catalog) rank(text string, server int) []Hit {
 		if d.deprecated {
 			s *= deprecatedFactor
 		}
-		hits = append(hits, Hit{Tool: d.tool, Score: s})
+		sel.add(scored{i, s})
 		sc.score[i], sc.matched[i] = 0, 0
 	}
-	slices.SortFunc(hits, func(a, b Hit) int {
-		if a.Score != b.Score {
-			return cmp.Compare(b.Score, a.Score)
-		}
-		return strings.Compare(a.Tool.QualifiedName(), b.Tool.QualifiedName())
-	})
-	return hits
+	return sel.sorted(), len(sc.touched)
 }
 
-// Ranking parameters. k1 and the b values are BM25's usual ones (names are
-// short and nearly all of equal length, so normalizing them matters less);
-// the field weights and bonuses were set on the evaluation in
-// search_quality_test.go, keeping round values where the measure was flat.
+// selector keeps the top best of the scored tools added to it: a heap whose
+// root is the worst kept, so that a ranking costs O(n log top), not
+// O(n log n), when a page is a small part of many hits.
+type selector struct {
+	top  int
+	kept []scored
+}
+
+func (s *selector) Len() int           { return len(s.kept) }
+func (s *selector) Less(i, j int) bool { return better(s.kept[j], s.kept[i]) }
+func (s *selector) Swap(i, j int)      { s.kept[i], s.kept[j] = s.kept[j], s.kept[i] }
+func (s *selector) Push(x any)         { s.kept = append(s.kept, x.(scored)) }
+func (s *selector) Pop() any {
+	x := s.kept[len(s.kept)-1]
+	s.kept = s.kept[:len(s.kept)-1]
+	return x
+}
+
+func (s *selector) add(x scored) {
+	switch {
+	case s.top <= 0:
+	case len(s.kept) < s.top:
+		heap.Push(s, x)
+	case better(x, s.kept[0]):
+		s.kept[0] = x
+		heap.Fix(s, 0)
+	}
+}
+
+// sorted returns the kept tools, best first.
+func (s *selector) sorted() []scored {
+	slices.SortFunc(s.kept, func(a, b scored) int {
+		if better(a, b) {
+			return -1
+		}
+		return 1
+	})
+	return s.kept
+}
+
+// serverFit scores the servers against the query with BM25, each server
+// taken as one document of all its tools' text, and scales the scores to
+// [0, 1], 1 for the best server. A query no server matches gives all zeros.
+func (c *Catalog) serverFit(cs []concept) []float64 {
+	n := len(c.servers)
+	fit, best, acc := make([]float64, n), make([]float64, n), make([]float64, n)
+	for _, con := range cs {
+		clear(best)
+		for _, alt := range con.alts {
+			clear(acc)
+			for _, wt := range alt {
+				for _, p := range c.index.servers[wt.term] {
+					acc[p.doc] += wt.weight * float64(p.weight)
+				}
+			}
+			for i := range best {
+				best[i] = max(best[i], acc[i])
+			}
+		}
+		for i := range fit {
+			fit[i] += best[i]
+		}
+	}
+	if top := slices.Max(append(fit, 0)); top > 0 {
+		for i := range fit {
+			fit[i] /= top
+		}
+	}
+	return fit
+}
+
+// Ranking parameters. k1 and the b values are BM25's usual ones, with less
+// length normalization for names, which are short and of much the same
+// length. The weights and bonuses were set on the evaluation in
+// search_quality_test.go; it is flat around them (moving any one of them by
+// half or double changes top-1 by at most two queries of 108), so they are
+// round values rather than a fit to the data.
 const (
 	k1 = 1.2
 
-	nameCoverageBonus   = 0.5  // score × (1 + bonus × share of name words in the query)
-	queryCoverageWeight = 0.5  // score × (1 - w + w × share of query words matched)
+	nameCoverageBonus   = 0.5  // score × (1 + bonus × share of the name's words in the query)
+	queryCoverageWeight = 0.5  // score × (1 - w + w × share of the query's words matched)
+	serverFitBonus      = 0.5  // score × (1 + bonus × the server's fit, from 0 to 1)
 	deprecatedFactor    = 0.75 // a deprecated tool yields to its replacement
-	serverPrior         = 0.5
 )
 
 // The fields of a tool that the index reads.
@@ -308,11 +392,13 @@ var (
 // index is an inverted index whose postings carry each term's whole BM25F
 // contribution, idf included: a query only adds up postings.
 type index struct {
-	postings map[string][]posting
-	idf      map[string]float64
-	// servers indexes each server as one document made of its tools' names,
-	// titles and descriptions; its postings' doc is a server's index.
-	servers map[string][]posting
+	ids      map[string]int32 // term -> term ID, the index of its postings
+	postings [][]posting      // by term ID
+	idfs     []float64        // by term ID
+	// servers indexes each server as one document made of its tools'
+	// names, titles and descriptions, by term ID; a posting's doc is the
+	// server's index.
+	servers [][]posting
 }
 
 type posting struct {
@@ -320,14 +406,44 @@ type posting struct {
 	weight float32
 }
 
-// buildIndex indexes docs and fills in their nameTerms and deprecated.
-func buildIndex(docs []doc) index {
+// idf returns the inverse document frequency of a term, and whether any
+// tool has the term.
+func (ix *index) idf(term string) (float64, bool) {
+	id, ok := ix.ids[term]
+	if !ok {
+		return 0, false
+	}
+	return ix.idfs[id], true
+}
+
+// buildIndex indexes docs, whose server fields range over [0, nservers),
+// and fills in their nameTerms and deprecated.
+func buildIndex(docs []doc, nservers int) index {
+	ix := index{ids: make(map[string]int32)}
+	termID := func(t string) int32 {
+		id, ok := ix.ids[t]
+		if !ok {
+			id = int32(len(ix.postings))
+			ix.ids[t] = id
+			ix.postings = append(ix.postings, nil)
+		}
+		return id
+	}
+	type fieldCounts struct {
+		term int32
+		n    [numFields]float32
+	}
 	type docTerms struct {
-		tf  map[string]*[numFields]float64
+		tf  []fieldCounts // one per distinct term
 		len [numFields]float64
 	}
 	all := make([]docTerms, len(docs))
 	var totalLen [numFields]float64
+	serverTF := make([]map[int32]float64, nservers)
+	for i := range serverTF {
+		serverTF[i] = make(map[int32]float64)
+	}
+	pos := make(map[int32]int) // term ID -> index in the doc's tf
 	for i := range docs {
 		d := &docs[i]
 		t := d.tool
@@ -340,15 +456,21 @@ func buildIndex(docs []doc) index {
 			fieldParamDescription: terms(strings.Join(descs, " ")),
 			fieldServer:           terms(t.Server),
 		}
-		dt := docTerms{tf: make(map[string]*[numFields]float64)}
+		var dt docTerms
+		clear(pos)
 		for f, ts := range fields {
 			for _, term := range ts {
-				c := dt.tf[term]
-				if c == nil {
-					c = new([numFields]float64)
-					dt.tf[term] = c
+				id := termID(term)
+				j, ok := pos[id]
+				if !ok {
+					j = len(dt.tf)
+					pos[id] = j
+					dt.tf = append(dt.tf, fieldCounts{term: id})
 				}
-				c[f]++
+				dt.tf[j].n[f]++
+				if f != fieldParamName && f != fieldParamDescription {
+					serverTF[d.server][id]++
+				}
 			}
 			dt.len[f] = float64(len(ts))
 			totalLen[f] += float64(len(ts))
@@ -356,8 +478,8 @@ func buildIndex(docs []doc) index {
 		all[i] = dt
 		for _, r := range runs(t.Name) {
 			for _, term := range r.words {
-				if !slices.Contains(d.nameTerms, term) {
-					d.nameTerms = append(d.nameTerms, term)
+				if id := ix.ids[term]; !slices.Contains(d.nameTerms, id) {
+					d.nameTerms = append(d.nameTerms, id)
 				}
 			}
 		}
@@ -368,31 +490,65 @@ func buildIndex(docs []doc) index {
 	for f := range avgLen {
 		avgLen[f] = max(totalLen[f]/float64(max(len(docs), 1)), 1)
 	}
-	ix := index{postings: make(map[string][]posting), idf: make(map[string]float64)}
 	for i, dt := range all {
 		var norm [numFields]float64
 		for f := range norm {
 			norm[f] = 1 - fieldB[f] + fieldB[f]*dt.len[f]/avgLen[f]
 		}
-		for _, term := range sortedKeys(dt.tf) {
+		for _, fc := range dt.tf {
 			tf := 0.0
-			for f, n := range dt.tf[term] {
-				tf += fieldWeight[f] * n / norm[f]
+			for f, n := range fc.n {
+				tf += fieldWeight[f] * float64(n) / norm[f]
 			}
-			ix.postings[term] = append(ix.postings[term], posting{int32(i), float32(tf / (k1 + tf))})
+			ix.postings[fc.term] = append(ix.postings[fc.term], posting{int32(i), float32(tf / (k1 + tf))})
 		}
 	}
-	ix.servers = buildServerIndex(docs, all2servers(docs))
-	n := float64(len(docs))
-	for term, ps := range ix.postings {
-		df := float64(len(ps))
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		ix.idf[term] = idf
-		for j := range ps {
-			ps[j].weight *= float32(idf)
-		}
+	ix.idfs = make([]float64, len(ix.postings))
+	for id, ps := range ix.postings {
+		ix.idfs[id] = withIDF(ps, len(docs))
+	}
+	ix.servers = make([][]posting, len(ix.postings))
+	for id, ps := range bm25(serverTF) {
+		ix.servers[id] = ps
 	}
 	return ix
+}
+
+// withIDF multiplies the weights of a term's postings by the term's inverse
+// document frequency among n documents, and returns it.
+func withIDF(ps []posting, n int) float64 {
+	df := float64(len(ps))
+	idf := math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
+	for j := range ps {
+		ps[j].weight *= float32(idf)
+	}
+	return idf
+}
+
+// bm25 makes a plain BM25 index of documents given by their term
+// frequencies.
+func bm25(tfs []map[int32]float64) map[int32][]posting {
+	lens := make([]float64, len(tfs))
+	total := 0.0
+	for i, tf := range tfs {
+		for _, n := range tf {
+			lens[i] += n
+		}
+		total += lens[i]
+	}
+	avg := max(total/float64(max(len(tfs), 1)), 1)
+	out := make(map[int32][]posting)
+	for i, tf := range tfs {
+		norm := 1 - 0.75 + 0.75*lens[i]/avg
+		for term, n := range tf {
+			x := n / norm
+			out[term] = append(out[term], posting{int32(i), float32(x / (k1 + x))})
+		}
+	}
+	for _, ps := range out {
+		withIDF(ps, len(tfs))
+	}
+	return out
 }
 
 // isDeprecated reports whether a tool says it is deprecated: in its title,
@@ -403,49 +559,4 @@ func isDeprecated(t Tool) bool {
 	first, _, _ := strings.Cut(t.Description, ". ")
 	return strings.Contains(strings.ToLower(t.Title+" "+first), "deprecated") ||
 		strings.Contains(t.Description, "DEPRECATED")
-}
-
-func all2servers(docs []doc) int {
-	n := 0
-	for _, d := range docs {
-		n = max(n, d.server+1)
-	}
-	return n
-}
-
-// buildServerIndex is a plain BM25 index of servers.
-func buildServerIndex(docs []doc, nservers int) map[string][]posting {
-	tf := make([]map[string]float64, nservers)
-	lens := make([]float64, nservers)
-	for i := range tf {
-		tf[i] = make(map[string]float64)
-	}
-	total := 0.0
-	for _, d := range docs {
-		for _, text := range []string{d.tool.Name, d.tool.Title, d.tool.Description, d.tool.Server} {
-			for _, term := range terms(text) {
-				tf[d.server][term]++
-				lens[d.server]++
-				total++
-			}
-		}
-	}
-	avg := max(total/float64(max(nservers, 1)), 1)
-	out := make(map[string][]posting)
-	for s := range tf {
-		norm := 1 - 0.75 + 0.75*lens[s]/avg
-		for _, term := range sortedKeys(tf[s]) {
-			x := tf[s][term] / norm
-			out[term] = append(out[term], posting{int32(s), float32(x / (k1 + x))})
-		}
-	}
-	n := float64(nservers)
-	for _, ps := range out {
-		df := float64(len(ps))
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		for j := range ps {
-			ps[j].weight *= float32(idf)
-		}
-	}
-	return out
 }

@@ -6,37 +6,25 @@ import (
 	"unicode/utf8"
 )
 
-// splitWords splits s into words: at every character that is neither a
-// letter nor a digit, between a lower-case letter and an upper-case one
-// ("getTiny"), before the last capital of a run followed by a lower-case
-// letter ("HTMLParser" is HTML Parser) and between letters and digits
-// ("base64" is base 64). The words keep their case.
-func splitWords(s string) []string {
-	spans := wordSpans(s)
-	words := make([]string, len(spans))
-	for i, sp := range spans {
-		words[i] = s[sp[0]:sp[1]]
-	}
-	return words
-}
-
-// wordSpans returns the byte offsets [start, end) of the words of
-// splitWords.
-func wordSpans(s string) [][2]int {
-	var spans [][2]int
+// scan splits s into words and calls fn with the byte offsets [start, end)
+// of each, and whether the word ends a run of letters and digits. A word
+// ends at every character that is neither a letter nor a digit, between a
+// lower-case letter and an upper-case one ("getTiny"), before the last
+// capital of a run followed by a lower-case letter ("HTMLParser" is HTML
+// Parser) and between letters and digits ("base64" is base 64).
+func scan(s string, fn func(start, end int, runEnd bool)) {
 	start := -1 // byte offset of the current word, or -1
 	var prev rune
 	for i, r := range s {
-		alnum := unicode.IsLetter(r) || unicode.IsDigit(r)
-		if !alnum {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
 			if start >= 0 {
-				spans = append(spans, [2]int{start, i})
+				fn(start, i, true)
 				start = -1
 			}
 			continue
 		}
 		if start >= 0 && isBoundary(prev, r, s[i+utf8.RuneLen(r):]) {
-			spans = append(spans, [2]int{start, i})
+			fn(start, i, false)
 			start = -1
 		}
 		if start < 0 {
@@ -45,9 +33,8 @@ func wordSpans(s string) [][2]int {
 		prev = r
 	}
 	if start >= 0 {
-		spans = append(spans, [2]int{start, len(s)})
+		fn(start, len(s), true)
 	}
-	return spans
 }
 
 // isBoundary reports whether a new word starts at r, which follows prev
@@ -65,67 +52,87 @@ func isBoundary(prev, r rune, rest string) bool {
 	return false
 }
 
-// A run is a maximal run of letters and digits of a text, as splitWords
-// cuts it into words: "GitHub" is one run of two words.
-type run struct {
-	words []string // its words, lower-cased and stemmed, without stop words
-	whole string   // the run as one term if splitWords cut it up, else ""
+// analyze turns text into terms: it calls word with each word of s that is
+// not a stop word, lower-cased and stemmed, and after the words of each run
+// of letters and digits, runEnd with the run as one term if scan cut it
+// into several words ("GitHub" gives "git", "hub", then "github"), else "".
+func analyze(s string, word func(string), runEnd func(whole string)) {
+	runStart, words := -1, 0
+	scan(s, func(start, end int, last bool) {
+		if runStart < 0 {
+			runStart = start
+		}
+		words++
+		if w := strings.ToLower(s[start:end]); !isStopWord(w) {
+			word(stem(w))
+		}
+		if !last {
+			return
+		}
+		whole := ""
+		if words > 1 {
+			whole = stem(strings.ToLower(s[runStart:end]))
+		}
+		runEnd(whole)
+		runStart, words = -1, 0
+	})
 }
 
-// runs analyzes text into runs.
+// A run is a maximal run of letters and digits of a text, as scan cuts it
+// into words: "GitHub" is one run of two words.
+type run struct {
+	words []string // its words, lower-cased and stemmed, without stop words
+	whole string   // the run as one term if scan cut it up, else ""
+}
+
+// runs analyzes text into runs, leaving out those with nothing left.
 func runs(s string) []run {
-	spans := wordSpans(s)
 	var out []run
-	var cur run
-	first := 0 // index of the first span of the current run
-	for i, sp := range spans {
-		w := strings.ToLower(s[sp[0]:sp[1]])
-		if !stopWords[w] {
-			cur.words = append(cur.words, stem(w))
+	var cur []string
+	analyze(s, func(w string) { cur = append(cur, w) }, func(whole string) {
+		if len(cur) > 0 || whole != "" {
+			out = append(out, run{cur, whole})
 		}
-		if i+1 < len(spans) && spans[i+1][0] == sp[1] {
-			continue // the run goes on
-		}
-		if i > first {
-			cur.whole = stem(strings.ToLower(s[spans[first][0]:sp[1]]))
-		}
-		if len(cur.words) > 0 || cur.whole != "" {
-			out = append(out, cur)
-		}
-		cur, first = run{}, i+1
-	}
+		cur = nil
+	})
 	return out
 }
 
 // terms turns text into index terms: its words, lower-cased, without stop
-// words, stemmed. A run of letters and digits that splitWords cut up is a
-// term as a whole too, so that "GitHub" also meets the server "github", and
-// "S3", "ec2" and "base64" can be found whole as well as by their parts.
+// words, stemmed. A run of letters and digits that scan cut up is a term as
+// a whole too, so that "GitHub" also meets the server "github", and "S3",
+// "ec2" and "base64" can be found whole as well as by their parts.
 func terms(s string) []string {
 	var out []string
-	for _, r := range runs(s) {
-		out = append(out, r.words...)
-		if r.whole != "" {
-			out = append(out, r.whole)
+	analyze(s, func(w string) { out = append(out, w) }, func(whole string) {
+		if whole != "" {
+			out = append(out, whole)
 		}
-	}
+	})
 	return out
 }
 
-// stopWords are dropped from tools and queries alike: English function words
-// and the politeness and filler an agent puts into a request ("please show
-// me how to ..."). Deliberately small: words such as "get", "list", "new" or
-// "all" carry meaning in tool names.
+// isStopWord reports whether a lower-case word is dropped from tools and
+// queries alike: a single letter (the "s" of "user's", parameters named "a"
+// and "b") or one of stopWords.
+func isStopWord(w string) bool {
+	return len(w) == 1 && w[0] >= 'a' && w[0] <= 'z' || stopWords[w]
+}
+
+// stopWords are English function words and the politeness and filler an
+// agent puts into a request ("please show me how to ..."). Deliberately
+// small: words such as "get", "list", "new" or "all" carry meaning in tool
+// names.
 var stopWords = func() map[string]bool {
 	m := make(map[string]bool)
 	for _, w := range strings.Fields(`
-		a an the and or but of to in on at by for from with without into onto
+		an the and or but of to in on at by for from with without into onto
 		about as is are was were be been being am it its this that these those
-		there here i me my we us our you your he she they them their his her
+		there here me my we us our you your he she they them their his her
 		do does did can could would should will shall may might must
 		what which who whom whose how when where why
 		please want need like just also then than so such some any
-		if else not no yes via per using use e g eg ie etc s t`) {
+		if else not no yes via per using use eg ie etc`) {
 		m[w] = true
 	}
 	return m
@@ -195,9 +202,10 @@ func undouble(w string) string {
 }
 
 // synonymGroups are small sets of words an agent uses for the same action or
-// object, plus common abbreviations. They are general vocabulary of tool
-// APIs, not tuned to any query set: a query word also matches the other words
-// of its group, at synonymWeight.
+// object, plus common abbreviations. They are meant as general vocabulary of
+// tool APIs, not as a fit to any query set; a word that stems to a common
+// verb ("settings" is "set") stays out. A query word also matches the other
+// words of its group, at synonymWeight.
 var synonymGroups = [][]string{
 	{"file", "document"},
 	{"issue", "ticket"},
@@ -217,7 +225,7 @@ var synonymGroups = [][]string{
 	{"environment", "env"},
 	{"message", "msg"},
 	{"database", "db"},
-	{"configuration", "config", "settings"},
+	{"configuration", "config"},
 	{"information", "info", "metadata", "details"},
 	{"run", "execute"},
 	{"start", "begin", "launch"},

@@ -275,6 +275,9 @@ print(json.dumps({"servers_ms": (mid - start) * 1e3, "big_ms": (end - mid) * 1e3
 // alone (the generated tree may be read-only, so no bytecode cache) and
 // with a warm cache.
 func TestImportTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a timing test: it runs python nine times")
+	}
 	needPython(t)
 	files, err := Generate(map[string][]catalog.Tool{"big": bigServer(100)})
 	if err != nil {

@@ -50,8 +50,10 @@ const gvisorStopWait = 3 * time.Second
 // threads are not in a cgroup of their own.
 //
 // A gvisor is owned by the pool while idle and by one Exec while busy; kill
-// may be called from any goroutine.
+// may be called from any goroutine. Its teardown after a result outlives the
+// Exec, and is owned by the Manager: Close waits for it.
 type gvisor struct {
+	m      *Manager
 	id     string // container id, unique per sandbox
 	root   string // runsc's state directory (--root)
 	bundle string // the OCI bundle directory, removed by kill
@@ -80,6 +82,7 @@ func (m *Manager) startGVisor(ctx context.Context, workspace string) (sandbox, e
 		return nil, fmt.Errorf("start hardened sandbox: %w", err)
 	}
 	g := &gvisor{
+		m:      m,
 		id:     id,
 		root:   filepath.Join(base, "state"),
 		bundle: filepath.Join(base, id),
@@ -385,10 +388,10 @@ func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result,
 		g.stop()
 	case x.result != nil:
 		x.finish(res, exitInfo{}, lim)
-		go func() {
+		g.m.goTracked(func() {
 			g.waitDone(gvisorStopWait)
-			release(false)
-		}()
+			release(false) // kills g: its processes, state and bundle are gone after
+		})
 		return
 	default:
 		// The channel ended without a result: the container's exit says why.
@@ -401,6 +404,29 @@ func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result,
 	}
 	x.finish(res, g.exitInfo(), lim)
 	release(false)
+}
+
+// goTracked runs f in a goroutine that Close waits for, as it waits for the
+// pool's refills: a hardened sandbox's teardown after its result, so that
+// nothing of it (runsc run removing its state, kill removing the bundle) is
+// left running, or writing under StateDir, once Close has returned. Once
+// Close has begun, f runs before goTracked returns instead.
+//
+// It joins m.wg under m.mu only while the Manager is open, as refill does,
+// so that no Add can race with Close's Wait.
+func (m *Manager) goTracked(f func()) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		f()
+		return
+	}
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go func() {
+		defer m.wg.Done()
+		f()
+	}()
 }
 
 // exitInfo is how the container ended, if it has.

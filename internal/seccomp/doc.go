@@ -1,5 +1,7 @@
 // Package seccomp builds the seccomp filter that codecell's production sandbox
-// hands to bubblewrap (bwrap --seccomp FD).
+// hands to bubblewrap (bwrap --seccomp FD), and renders the same rules as an
+// OCI seccomp profile ([OCIProfile]) for the hardened sandbox, whose gVisor
+// enforces it in its own kernel.
 //
 // The filter is allow-by-default: the sandboxed Python may make any system
 // call except those listed by [Rules], which fail with EPERM (ENOSYS for

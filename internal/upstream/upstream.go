@@ -285,8 +285,18 @@ func (s *server) changed() {
 
 // connect starts (or dials) the server, initializes and lists its tools.
 func (s *server) connect() (*mcp.ClientSession, []*mcp.Tool, string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.m.opts.ConnectTimeout)
-	defer cancel()
+	// The context given to Connect lives as long as the session: the SSE
+	// and Streamable HTTP transports tie their long-lived streams to it.
+	// The connection timeout cancels it only while connecting.
+	ctx, cancel := context.WithCancel(context.Background())
+	timer := time.AfterFunc(s.m.opts.ConnectTimeout, cancel)
+	ok := false
+	defer func() {
+		if !ok {
+			timer.Stop()
+			cancel()
+		}
+	}()
 	transport, err := s.newTransport()
 	if err != nil {
 		return nil, nil, "", err
@@ -309,6 +319,12 @@ func (s *server) connect() (*mcp.ClientSession, []*mcp.Tool, string, error) {
 	if r := cs.InitializeResult(); r != nil {
 		instr = r.Instructions
 	}
+	if !timer.Stop() {
+		cs.Close()
+		return nil, nil, "", fmt.Errorf("connect: no answer within %s", s.m.opts.ConnectTimeout)
+	}
+	ok = true
+	go func() { cs.Wait(); cancel() }()
 	return cs, tools, instr, nil
 }
 
@@ -363,16 +379,17 @@ func (s *server) refresh() {
 // connection that broke) so the next call reconnects.
 func (s *server) watch(cs *mcp.ClientSession) {
 	err := cs.Wait()
+	if err == nil {
+		err = errors.New("the server closed the connection")
+	}
+	reason := s.explain(fmt.Errorf("disconnected: %w", err)) // explain locks s.mu
 	s.mu.Lock()
 	if s.session != cs {
 		s.mu.Unlock()
 		return
 	}
-	if err == nil {
-		err = errors.New("the server closed the connection")
-	}
 	s.session = nil
-	s.state, s.err = Failed, s.explain(fmt.Errorf("disconnected: %w", err))
+	s.state, s.err = Failed, reason
 	s.failures++
 	s.retryAt = time.Now().Add(backoff(s.failures))
 	s.mu.Unlock()
