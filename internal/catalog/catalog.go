@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +46,7 @@ func New(tools []Tool) *Catalog {
 		ts[i] = t
 	}
 	assignIdents(ts)
+	assignModules(ts)
 
 	c := &Catalog{
 		docs:     make([]doc, len(ts)),
@@ -256,4 +258,44 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// ModuleName makes a server name into the name of its Python module in the
+// servers package: Ident's rule, without leading underscores (reserved
+// there), with "s_" before a leading digit, and a "_" after the names the
+// package exports itself.
+func ModuleName(server string) string {
+	m := strings.TrimLeft(Ident(server), "_")
+	switch {
+	case m == "":
+		m = "server"
+	case m[0] >= '0' && m[0] <= '9':
+		m = "s_" + m
+	case m == "ToolError" || m == "Image":
+		m += "_"
+	}
+	return m
+}
+
+// assignModules sets each tool's Module, unique per server: servers whose
+// names give the same module name get "_2", "_3", ... in name order.
+func assignModules(ts []Tool) {
+	servers := map[string]string{}
+	for _, t := range ts {
+		servers[t.Server] = ""
+	}
+	names := sortedKeys(servers)
+	taken := map[string]bool{}
+	for _, name := range names {
+		base := ModuleName(name)
+		m := base
+		for n := 2; taken[m]; n++ {
+			m = fmt.Sprintf("%s_%d", base, n)
+		}
+		taken[m] = true
+		servers[name] = m
+	}
+	for i := range ts {
+		ts[i].Module = servers[ts[i].Server]
+	}
 }

@@ -201,8 +201,9 @@ func TestToolsAndServers(t *testing.T) {
 	for _, t := range c.Tools() {
 		got = append(got, t.QualifiedName())
 	}
-	// Sorted by qualified name as a string: "a-b." sorts before "a.".
-	if want := []string{"a-b.y", "a.x", "b.a", "b.z"}; !slices.Equal(got, want) {
+	// Qualified names use the server's module name (a-b imports as a_b),
+	// sorted as strings.
+	if want := []string{"a.x", "a_b.y", "b.a", "b.z"}; !slices.Equal(got, want) {
 		t.Errorf("Tools = %v, want %v", got, want)
 	}
 	if got, want := c.Servers(), []string{"a", "a-b", "b"}; !slices.Equal(got, want) {
@@ -410,4 +411,26 @@ func TestSearchConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+func TestModuleNames(t *testing.T) {
+	for in, want := range map[string]string{
+		"github": "github", "my-server": "my_server", "2fa": "s_2fa", "_x": "x", "ToolError": "ToolError_",
+		"class": "class_", "---": "server", "print": "print_",
+	} {
+		if got := ModuleName(in); got != want {
+			t.Errorf("ModuleName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	c := New([]Tool{{Server: "a-b", Name: "x"}, {Server: "a_b", Name: "y"}, {Server: "2fa", Name: "z"}})
+	got := map[string]string{}
+	for _, tool := range c.Tools() {
+		got[tool.Server] = tool.Module
+	}
+	if got["a-b"] != "a_b" || got["a_b"] != "a_b_2" || got["2fa"] != "s_2fa" {
+		t.Errorf("modules %v", got)
+	}
+	if tool, ok := c.Lookup("a_b.x"); !ok || tool.Server != "a-b" {
+		t.Errorf("Lookup(a_b.x) = %+v %v", tool, ok)
+	}
 }

@@ -5,7 +5,8 @@ import "encoding/json"
 // Tool is one tool of an upstream MCP server, as the catalog and the code
 // generator see it.
 type Tool struct {
-	Server       string          // the server's configured name, e.g. "everything"
+	Server       string          // the server's configured name, e.g. "everything" or "my-server"
+	Module       string          // the server's Python module name, e.g. "my_server"; set by the catalog
 	Name         string          // the tool's original name, e.g. "get-sum"
 	Ident        string          // its Python identifier within the server, e.g. "get_sum"; set by the catalog
 	Title        string          // optional display title
@@ -14,5 +15,11 @@ type Tool struct {
 	OutputSchema json.RawMessage // JSON Schema of the structured result; may be empty
 }
 
-// QualifiedName is the tool's name the way code imports it: "server.ident".
-func (t Tool) QualifiedName() string { return t.Server + "." + t.Ident }
+// QualifiedName is the tool's name the way code imports it: "module.ident",
+// as in `from servers.module import ident`.
+func (t Tool) QualifiedName() string {
+	if t.Module != "" {
+		return t.Module + "." + t.Ident
+	}
+	return t.Server + "." + t.Ident
+}

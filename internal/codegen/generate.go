@@ -70,14 +70,23 @@ func Generate(servers map[string][]catalog.Tool) (map[string][]byte, error) {
 // Optional parameters whose schema gives no usable default show the
 // sentinel "_OMIT", which means the argument is not sent.
 func Signature(t catalog.Tool) string {
-	return newFunction(t, t.Server).signature()
+	return newFunction(t, module(t)).signature()
 }
 
-// Source returns the source of t's module, servers/<Server>/<Ident>.py, as
+// module is the Python module of t's server: the catalog's Module, else the
+// server name.
+func module(t catalog.Tool) string {
+	if t.Module != "" {
+		return t.Module
+	}
+	return t.Server
+}
+
+// Source returns the source of t's module, servers/<Module>/<Ident>.py, as
 // Generate writes it. Unlike Generate it accepts any tool: an unusable Ident
 // is sanitized, and the result always compiles.
 func Source(t catalog.Tool) string {
-	return newFunction(t, t.Server).source()
+	return newFunction(t, module(t)).source()
 }
 
 // exports returns the names a server's package re-exports from each tool's

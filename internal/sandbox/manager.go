@@ -51,7 +51,7 @@ type Manager struct {
 	busy     map[string]int
 	returned chan struct{} // closed and replaced whenever one comes back
 	closed   bool
-	wg       sync.WaitGroup // refill goroutines
+	wg       sync.WaitGroup // refill goroutines, kills of dead idle sandboxes and hardened teardowns (goTracked in gvisor.go)
 
 	errMu   sync.Mutex
 	errTail bytes.Buffer // the last sandbox stderr, for start errors
@@ -226,7 +226,11 @@ func (m *Manager) get(ctx context.Context, workspace string) (sandbox, error) {
 				m.mu.Unlock()
 				return sb, nil
 			}
-			go sb.kill()
+			m.wg.Add(1) // Close waits for it; m.closed was checked above
+			go func() {
+				defer m.wg.Done()
+				sb.kill()
+			}()
 		}
 		waiting := m.busy[workspace] > 0
 		returned := m.returned

@@ -147,7 +147,16 @@ func (s *Server) searchTools(in SearchToolsInput) (SearchToolsOutput, error) {
 	}
 	cat := s.tools.catalog()
 	if in.Server != "" && !contains(cat.Servers(), in.Server) {
-		return SearchToolsOutput{}, fieldError("server", "no connected server is named %q (list_tool_categories lists them)", in.Server)
+		// The module name code imports (my_server for my-server) works too.
+		for _, t := range cat.Tools() {
+			if t.Module == in.Server {
+				in.Server = t.Server
+				break
+			}
+		}
+		if !contains(cat.Servers(), in.Server) {
+			return SearchToolsOutput{}, fieldError("server", "no connected server is named %q (list_tool_categories lists them)", in.Server)
+		}
 	}
 	res := cat.Search(catalog.Query{Text: in.Query, Server: in.Server, Limit: in.Limit, Offset: in.Offset})
 	out := SearchToolsOutput{Total: res.Total, Tools: make([]ToolEntry, 0, len(res.Hits))}

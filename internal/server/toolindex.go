@@ -42,7 +42,7 @@ func (ix *toolIndex) rebuild(tools []catalog.Tool) error {
 	cat := catalog.New(tools)
 	byServer := map[string][]catalog.Tool{}
 	for _, t := range cat.Tools() {
-		byServer[t.Server] = append(byServer[t.Server], t)
+		byServer[t.Module] = append(byServer[t.Module], t)
 	}
 	files, err := codegen.Generate(byServer)
 	if err != nil {
