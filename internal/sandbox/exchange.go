@@ -206,7 +206,11 @@ func (x *exchange) readPipe(r io.Reader, stream string) bool {
 // or a fault. It returns true if it stopped on a fault, in which case the
 // caller must kill the sandbox (the code may still be writing).
 func (x *exchange) run(r io.Reader, w io.Writer, req execFrame) bool {
-	if err := channel.NewWriter(w).Write(req); err != nil {
+	cw := x.w // the writer the answers to calls share, when there is one
+	if cw == nil {
+		cw = channel.NewWriter(w)
+	}
+	if err := cw.Write(req); err != nil {
 		return x.setFault(failure(ErrSandbox, "send code to sandbox: %v", err))
 	}
 	return x.read(r)

@@ -106,6 +106,7 @@ func (m *Manager) startGVisor(ctx context.Context, workspace string) (sandbox, e
 		ReadOnly:  ro,
 		Runtime:   m.runtime,
 		Workspace: workspace,
+		Gen:       m.opts.GenDir,
 		TmpSize:   m.limits.TmpSize,
 		OpenFiles: m.limits.OpenFiles,
 	})
@@ -348,6 +349,12 @@ func (g *gvisor) stateFiles() []string {
 // never reusable.
 func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result, release func(reusable bool)) {
 	x := newExchange(lim)
+	callCtx, cancelCalls := context.WithCancel(ctx)
+	defer func() {
+		cancelCalls()
+		x.wait()
+	}()
+	x.serveCalls(callCtx, req, g.in)
 	exchanged := make(chan bool, 1)
 	go func() {
 		exchanged <- x.run(g.out, g.in, execFrame{
@@ -446,6 +453,7 @@ type gvisorSpec struct {
 	ReadOnly  []hostBind // host paths shown read-only (etc files, a Python outside /usr)
 	Runtime   string     // directory with the runner, mounted at RuntimeMount
 	Workspace string     // the workspace, mounted read-write at WorkspaceMount
+	Gen       string     // the generated servers package, mounted at GenMount; "" for none
 	TmpSize   int64
 	OpenFiles int
 	Args      []string // the container's command; nil means the runner in --oneshot mode
@@ -559,6 +567,9 @@ func ociConfig(s gvisorSpec) ociSpec {
 		bind(s.Runtime, RuntimeMount, false),
 		bind(s.Workspace, WorkspaceMount, true),
 	)
+	if s.Gen != "" {
+		mounts = append(mounts, bind(s.Gen, GenMount, false))
+	}
 	env := make([]string, 0, len(sandboxEnv))
 	for _, kv := range sandboxEnv {
 		env = append(env, kv[0]+"="+kv[1])
@@ -566,6 +577,9 @@ func ociConfig(s gvisorSpec) ociSpec {
 	args := s.Args
 	if args == nil {
 		args = []string{s.Python, "-I", "-B", RuntimeMount + "/codecell_runner.py", "--oneshot"}
+		if s.Gen != "" {
+			args = append(args, "--gen", GenMount)
+		}
 	}
 	none := []string{}
 	files := uint64(s.OpenFiles)

@@ -53,6 +53,10 @@ func (l Limits) withDefaults() Limits {
 	return d
 }
 
+// gvisorAddressSpace is the address space gVisor itself accounts to a
+// process beyond what the code allocates.
+const gvisorAddressSpace = 1 << 30
+
 // floodFactor bounds output: past this many times the Output limit (both
 // streams together) the execution is ended with OutputLimit rather than
 // drained until its timeout.
@@ -83,6 +87,13 @@ func (l Limits) forRunner(level Level) runnerLimits {
 	// every process of the host user, so it is not set there.
 	if level != Development {
 		r.NProc = l.Pids + 2
+	}
+	if level == Hardened {
+		// gVisor maps much more address space per process than Linux
+		// does (a bare Python shows ~450 MB of VmSize), so the address-space
+		// limit gets that much headroom there; allocations past it still
+		// fail with MemoryError.
+		r.Memory += gvisorAddressSpace
 	}
 	return r
 }
