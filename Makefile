@@ -46,6 +46,7 @@ test: deps npm-deps
 bench: deps
 	$(GO) test -run '^$$' -bench 'ExecuteCode|PythonSpawn' -benchtime 500x ./cmd/codecell/
 	$(GO) test -run '^$$' -bench 'BenchmarkExec$$' -benchtime 500x ./internal/sandbox/
+	$(GO) test -run '^$$' -bench 'Search' ./internal/catalog/
 
 # A short run of every fuzz target.
 fuzz:

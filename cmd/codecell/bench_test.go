@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"os/exec"
 	"slices"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+var serverProfile = flag.String("server-cpuprofile", "", "BenchmarkExecuteCode: write the server's CPU profile here")
 
 // reportPercentiles adds p50 and p99 in milliseconds to a benchmark.
 func reportPercentiles(b *testing.B, d []time.Duration) {
@@ -27,7 +30,11 @@ func reportPercentiles(b *testing.B, d []time.Duration) {
 // stdio against the built binary, with production isolation.
 func BenchmarkExecuteCode(b *testing.B) {
 	requireProduction(b)
-	cs := connectStdio(b, testConfig)
+	var extra []string
+	if *serverProfile != "" {
+		extra = []string{"--cpuprofile", *serverProfile}
+	}
+	cs := connectStdio(b, testConfig, extra...)
 	ctx := context.Background()
 	args := &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "print(1)"}}
 	// Let the pool warm up and the first sandbox start.

@@ -66,10 +66,10 @@ func testDirs(t testing.TB, cfg string) (cfgPath, dataDir string) {
 
 const testConfig = `{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 2, "timeout": "20s"}}`
 
-func connectStdio(t testing.TB, cfg string) *mcp.ClientSession {
+func connectStdio(t testing.TB, cfg string, extra ...string) *mcp.ClientSession {
 	t.Helper()
 	cfgPath, dataDir := testDirs(t, cfg)
-	cmd := exec.Command(binary, "serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn")
+	cmd := exec.Command(binary, append([]string{"serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn"}, extra...)...)
 	cmd.Stderr = os.Stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
@@ -155,7 +155,7 @@ func call(t testing.TB, cs *mcp.ClientSession, args map[string]any) (*mcp.CallTo
 func TestExecuteCodeOverTransports(t *testing.T) {
 	requireProduction(t)
 	transports := map[string]func(testing.TB, string) *mcp.ClientSession{
-		"stdio": connectStdio,
+		"stdio": func(t testing.TB, cfg string) *mcp.ClientSession { return connectStdio(t, cfg) },
 		"http":  connectHTTP,
 	}
 	for name, connect := range transports {
