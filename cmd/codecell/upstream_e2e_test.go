@@ -187,6 +187,7 @@ func TestUpstreamToolsFromCode(t *testing.T) {
 		{"over legacy SSE", "from servers.everythingsse import echo\necho(message='over sse')", `"Echo: over sse"`, true},
 		{"filesystem write and read", fmt.Sprintf("from servers.filesystem import write_file, read_text_file\nwrite_file(path=%q, content='hello fs')\nread_text_file(path=%q)", filepath.Join(u.files, "a.txt"), filepath.Join(u.files, "a.txt")), "", true},
 		{"memory graph", "from servers.memory import create_entities, read_graph\ncreate_entities(entities=[{'name': 'Ada', 'entityType': 'person', 'observations': ['wrote code']}])\n[e['name'] for e in read_graph()['entities']]", `["Ada"]`, true},
+		{"readable API tree", "import os\nfrom servers.fake import echo\nresult = ['echo.py' in os.listdir('/codecell/gen/servers/fake'), 'fake.add_numbers' in open('/codecell/gen/servers/INDEX.md').read(), echo(text='x')]", `[true,true,"x"]`, true},
 		{"search from code", "from codecell import search_tools\n[t['name'] for t in search_tools('add two numbers', limit=3)]", "", true},
 		{"denied tool", "from servers.everything import get_env\ntry:\n    get_env()\nexcept PermissionError as e:\n    result = 'denied: ' + str(e)", `"denied: policy denies calling everything.get_env"`, true},
 	}
@@ -323,5 +324,67 @@ func TestToolsCommandAndDoctor(t *testing.T) {
 	if code != 0 || !regexp.MustCompile(`upstream fake\s+connected, stdio, 9 tools`).MatchString(out) ||
 		!regexp.MustCompile(`upstream broken\s+failed, stdio, 0 tools: .*nonexistent`).MatchString(out) {
 		t.Fatalf("doctor exit %d:\n%s", code, out)
+	}
+}
+
+func TestDiscoveryTools(t *testing.T) {
+	requireProduction(t)
+	cfg := fmt.Sprintf(`{"mcpServers": {"fake": {"command": %q}}, "sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 1}}`, fakeUpstream(t))
+	cs := connectStdio(t, cfg)
+	search := func(args map[string]any) (*mcp.CallToolResult, map[string]any) {
+		t.Helper()
+		var res *mcp.CallToolResult
+		var err error
+		// The upstream connects in the background: wait for its tools.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsError || !strings.Contains(textOf(res), "(0 of 0)") || time.Now().After(deadline) {
+				break
+			}
+		}
+		var out map[string]any
+		raw, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(raw, &out)
+		return res, out
+	}
+	first := func(out map[string]any) map[string]any {
+		tools, _ := out["tools"].([]any)
+		if len(tools) == 0 {
+			t.Fatalf("no tools in %v", out)
+		}
+		return tools[0].(map[string]any)
+	}
+	_, out := search(map[string]any{"query": "add two numbers", "detail_level": "name_only"})
+	if e := first(out); e["name"] != "fake.add_numbers" || len(e) != 1 {
+		t.Fatalf("name_only: %v", e)
+	}
+	_, out = search(map[string]any{"query": "add two numbers"})
+	if e := first(out); e["signature"] != "add_numbers(*, a: float, b: float) -> Any" || e["summary"] != "Add two numbers; structured result." || e["source"] != nil {
+		t.Fatalf("summary: %v", e)
+	}
+	_, out = search(map[string]any{"query": "add two numbers", "detail_level": "full"})
+	if e := first(out); e["original_name"] != "add-numbers" || e["input_schema"] == nil || !strings.Contains(e["source"].(string), "def add_numbers(") {
+		t.Fatalf("full: %v", e)
+	}
+	_, out = search(map[string]any{"query": "", "limit": 2, "offset": 2})
+	if out["total"].(float64) != 9 || len(out["tools"].([]any)) != 2 {
+		t.Fatalf("paged listing: %v", out)
+	}
+	for _, bad := range []map[string]any{{"query": "x", "detail_level": "everything"}, {"query": "x", "limit": 1000}, {"query": "x", "server": "nope"}} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: bad})
+		if err != nil || !res.IsError {
+			t.Errorf("%v: want a tool error, got %v %v", bad, err, textOf(res))
+		}
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_tool_definition", Arguments: map[string]any{"name": "fake.add-numbers"}})
+	if err != nil || res.IsError || !strings.Contains(textOf(res), "def add_numbers(") {
+		t.Fatalf("get_tool_definition by original name: %v %v", err, textOf(res))
+	}
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_tool_definition", Arguments: map[string]any{"name": "fake.nope"}})
+	if err != nil || !res.IsError || !strings.Contains(textOf(res), "name") {
+		t.Fatalf("unknown tool: %v %v", err, textOf(res))
 	}
 }

@@ -33,16 +33,16 @@ type SearchToolsInput struct {
 // ToolEntry is one tool in discovery results; fields beyond name depend on
 // the detail level.
 type ToolEntry struct {
-	Name         string          `json:"name" jsonschema:"server.tool, the way code imports it: from servers.<server> import <tool>"`
-	Summary      string          `json:"summary,omitempty" jsonschema:"The first sentence of the description."`
-	Signature    string          `json:"signature,omitempty" jsonschema:"The Python signature."`
-	Server       string          `json:"server,omitempty"`
-	OriginalName string          `json:"original_name,omitempty" jsonschema:"The tool's name on its server."`
-	Description  string          `json:"description,omitempty"`
-	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
-	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
-	Source       string          `json:"source,omitempty" jsonschema:"The generated Python module of the tool."`
-	Allowed      *bool           `json:"allowed,omitempty" jsonschema:"False when policy denies calling the tool."`
+	Name         string `json:"name" jsonschema:"server.tool, the way code imports it: from servers.<server> import <tool>"`
+	Summary      string `json:"summary,omitempty" jsonschema:"The first sentence of the description."`
+	Signature    string `json:"signature,omitempty" jsonschema:"The Python signature."`
+	Server       string `json:"server,omitempty"`
+	OriginalName string `json:"original_name,omitempty" jsonschema:"The tool's name on its server."`
+	Description  string `json:"description,omitempty"`
+	InputSchema  any    `json:"input_schema,omitempty" jsonschema:"The JSON Schema of the arguments."`
+	OutputSchema any    `json:"output_schema,omitempty" jsonschema:"The JSON Schema of the structured result, if the tool has one."`
+	Source       string `json:"source,omitempty" jsonschema:"The generated Python module of the tool."`
+	Allowed      *bool  `json:"allowed,omitempty" jsonschema:"False when policy denies calling the tool."`
 }
 
 // SearchToolsOutput is the result of search_tools.
@@ -187,7 +187,7 @@ func (s *Server) entry(t catalog.Tool, detail string) ToolEntry {
 	}
 	if detail == detailFull {
 		e.Server, e.OriginalName, e.Description = t.Server, t.Name, t.Description
-		e.InputSchema, e.OutputSchema = t.InputSchema, t.OutputSchema
+		e.InputSchema, e.OutputSchema = decodeSchema(t.InputSchema), decodeSchema(t.OutputSchema)
 		e.Source = codegen.Source(t)
 	}
 	return e
@@ -239,4 +239,17 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// decodeSchema returns a schema as a JSON value, or nil when there is none
+// or it is not JSON.
+func decodeSchema(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	return v
 }

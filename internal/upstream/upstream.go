@@ -147,6 +147,7 @@ func (m *Manager) Statuses() []Status {
 func (m *Manager) Tools() []catalog.Tool {
 	var out []catalog.Tool
 	for _, s := range m.servers {
+		// A server that went away keeps its tools: the next call restarts it.
 		s.mu.Lock()
 		for _, t := range s.tools {
 			ct := catalog.Tool{Server: s.cfg.Name, Name: t.Name, Title: t.Title, Description: t.Description}
@@ -255,18 +256,25 @@ func (s *server) ensure(ctx context.Context) (*mcp.ClientSession, error) {
 
 		cs, tools, instr, err := s.connect()
 		s.mu.Lock()
-		s.connecting = nil
 		if err != nil {
 			s.state, s.err = Failed, err
 			s.failures++
 			s.retryAt = time.Now().Add(backoff(s.failures + 1))
 			s.tools = nil
 		} else {
-			s.state, s.err, s.session, s.tools, s.instructions = Connected, nil, cs, tools, instr
+			s.err, s.tools, s.instructions = nil, tools, instr
+		}
+		s.mu.Unlock()
+		// The tools are published (OnChange) before the server counts as
+		// connected, so code that sees it connected can import them.
+		s.changed()
+		s.mu.Lock()
+		s.connecting = nil
+		if err == nil {
+			s.state, s.session = Connected, cs
 		}
 		s.mu.Unlock()
 		close(done)
-		s.changed()
 		if err != nil {
 			s.m.log.Warn("upstream server failed", "server", s.cfg.Name, "error", err)
 			return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, s.cfg.Name, err)
