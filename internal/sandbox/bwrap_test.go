@@ -1,0 +1,47 @@
+package sandbox
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestBwrapArgs reads the production policy as data: every isolation flag
+// SPEC §6 names is there, and only the mounts it allows.
+func TestBwrapArgs(t *testing.T) {
+	spec := bwrapSpec{Python: "/usr/bin/python3", CtlFD: 3, SeccompFD: 4, Runtime: "/data/rt", Workspace: "/data/ws/a", TmpSize: 1 << 20}
+	args := bwrapArgs(spec)
+	joined := " " + strings.Join(args, " ") + " "
+	for _, want := range []string{
+		"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+		"--disable-userns", "--die-with-parent", "--new-session", "--cap-drop ALL", "--uid 65534", "--gid 65534",
+		"--ro-bind /usr /usr", "--ro-bind /proc/sys /proc/sys", "--size 1048576 --tmpfs /tmp", "--size 1048576 --tmpfs /dev/shm",
+		"--ro-bind /data/rt /codecell", "--bind /data/ws/a /workspace", "--chdir /workspace", "--clearenv", "--seccomp 4",
+		"-- /usr/bin/python3 -I -B /codecell/codecell_runner.py --zygote 3 --isolated",
+	} {
+		if !strings.Contains(joined, " "+want+" ") {
+			t.Errorf("missing %q in %s", want, joined)
+		}
+	}
+	// Nothing else of the host is writable, and no /etc file beyond the list.
+	for i, a := range args {
+		switch a {
+		case "--bind", "--dev-bind":
+			if args[i+1] != "/data/ws/a" {
+				t.Errorf("writable bind of %s", args[i+1])
+			}
+		case "--ro-bind-try":
+			if !slices.Contains(etcFiles, args[i+1]) {
+				t.Errorf("unexpected host file %s", args[i+1])
+			}
+		}
+	}
+	if strings.Contains(joined, "--gen") || strings.Contains(joined, GenMount) {
+		t.Error("servers package mounted without a Gen directory")
+	}
+	spec.Gen = "/data/gen"
+	joined = strings.Join(bwrapArgs(spec), " ")
+	if !strings.Contains(joined, "--ro-bind /data/gen /codecell/gen") || !strings.HasSuffix(joined, "--gen /codecell/gen") {
+		t.Errorf("servers package: %s", joined)
+	}
+}
