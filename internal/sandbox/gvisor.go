@@ -71,7 +71,8 @@ type gvisor struct {
 
 // startGVisor starts a hardened sandbox for workspace and waits until its
 // runner is ready for an exec frame.
-func (m *Manager) startGVisor(ctx context.Context, workspace string) (sandbox, error) {
+func (m *Manager) startGVisor(ctx context.Context, tg target) (sandbox, error) {
+	workspace := tg.workspace
 	if _, err := os.Stat(RunscPath); err != nil {
 		return nil, fmt.Errorf("%w: hardened needs gVisor's runsc at %s (install it: apt-get install runsc)", ErrUnavailable, RunscPath)
 	}
@@ -96,13 +97,13 @@ func (m *Manager) startGVisor(ctx context.Context, workspace string) (sandbox, e
 		return nil, fmt.Errorf("start hardened sandbox: %w", err)
 	}
 	ro := hostBinds(etcFiles)
-	for _, d := range m.extraRO {
+	for _, d := range m.readOnlyDirs(tg) {
 		ro = append(ro, hostBind{Source: d, Dest: d, Dir: true})
 	}
 	err = writeBundle(g.bundle, gvisorSpec{
 		Rootfs:    filepath.Join(g.bundle, "rootfs"),
 		Seccomp:   profile,
-		Python:    m.opts.Python,
+		Python:    tg.python,
 		ReadOnly:  ro,
 		Runtime:   m.runtime,
 		Workspace: workspace,

@@ -43,12 +43,12 @@ type Manager struct {
 	log     *slog.Logger
 
 	mu       sync.Mutex // guards the fields below
-	idle     map[string][]sandbox
-	starting map[string]int
+	idle     map[target][]sandbox
+	starting map[target]int
 	// busy counts sandboxes out of the pool: running an execution, or
 	// reporting its clean-up, after which they come back in about a
 	// millisecond, far sooner than a new one starts.
-	busy     map[string]int
+	busy     map[target]int
 	returned chan struct{} // closed and replaced whenever one comes back
 	closed   bool
 	wg       sync.WaitGroup // refill goroutines, kills of dead idle sandboxes and hardened teardowns (goTracked in gvisor.go)
@@ -101,9 +101,9 @@ func New(opts Options) (*Manager, error) {
 		limits:   opts.Limits.withDefaults(),
 		runtime:  rt,
 		log:      log,
-		idle:     map[string][]sandbox{},
-		starting: map[string]int{},
-		busy:     map[string]int{},
+		idle:     map[target][]sandbox{},
+		starting: map[target]int{},
+		busy:     map[target]int{},
 		returned: make(chan struct{}),
 	}
 	if m.HostUser() == "nobody" && opts.Level == Production && !Reachable(rt) {
@@ -138,7 +138,8 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 	ctx, cancel := context.WithTimeoutCause(ctx, req.Timeout, errTimeout)
 	defer cancel()
 
-	sb, err := m.get(ctx, req.Workspace)
+	tg := m.targetOf(&req)
+	sb, err := m.get(ctx, tg)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errTimeout) {
 			res.Error = failure(ErrTimeout, "no sandbox could be started within the %s timeout: %v", req.Timeout, err)
@@ -149,15 +150,15 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 	}
 	sb.run(ctx, &req, m.limits, res, func(reusable bool) {
 		m.mu.Lock()
-		m.busy[req.Workspace]--
+		m.busy[tg]--
 		m.mu.Unlock()
 		if reusable {
-			m.put(req.Workspace, sb)
+			m.put(tg, sb)
 		} else {
 			m.signalReturned()
 			sb.kill()
 		}
-		m.refill(req.Workspace)
+		m.refill(tg)
 	})
 	return res
 }
@@ -168,14 +169,20 @@ func (m *Manager) Warm(workspace string) {
 		m.log.Warn("warm pool", "error", err)
 		return
 	}
-	m.refill(workspace)
+	m.refill(target{workspace: workspace, python: m.opts.Python})
 }
 
 // Idle reports how many warm sandboxes wait for workspace.
 func (m *Manager) Idle(workspace string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.idle[workspace])
+	n := 0
+	for tg, list := range m.idle {
+		if tg.workspace == workspace {
+			n += len(list)
+		}
+	}
+	return n
 }
 
 // Close kills every idle sandbox and waits for refills to stop.
@@ -207,7 +214,7 @@ func (m *Manager) Close() error {
 // clean-up before it starts a new one instead.
 const returnWait = 100 * time.Millisecond
 
-func (m *Manager) get(ctx context.Context, workspace string) (sandbox, error) {
+func (m *Manager) get(ctx context.Context, workspace target) (sandbox, error) {
 	deadline := time.NewTimer(returnWait)
 	defer deadline.Stop()
 	for {
@@ -249,7 +256,7 @@ func (m *Manager) get(ctx context.Context, workspace string) (sandbox, error) {
 }
 
 // startBusy starts a sandbox for an execution that found none idle.
-func (m *Manager) startBusy(ctx context.Context, workspace string) (sandbox, error) {
+func (m *Manager) startBusy(ctx context.Context, workspace target) (sandbox, error) {
 	m.mu.Lock()
 	m.busy[workspace]++
 	m.mu.Unlock()
@@ -270,7 +277,7 @@ func (m *Manager) signalReturned() {
 	m.mu.Unlock()
 }
 
-func (m *Manager) put(workspace string, sb sandbox) {
+func (m *Manager) put(workspace target, sb sandbox) {
 	m.mu.Lock()
 	if m.closed || len(m.idle[workspace]) >= max(m.opts.PoolSize, 1) {
 		m.mu.Unlock()
@@ -284,7 +291,7 @@ func (m *Manager) put(workspace string, sb sandbox) {
 }
 
 // refill starts sandboxes in the background until PoolSize wait idle.
-func (m *Manager) refill(workspace string) {
+func (m *Manager) refill(workspace target) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -312,11 +319,37 @@ func (m *Manager) refill(workspace string) {
 	}
 }
 
-func (m *Manager) start(ctx context.Context, workspace string) (sandbox, error) {
+func (m *Manager) start(ctx context.Context, workspace target) (sandbox, error) {
 	if m.opts.Level == Hardened {
 		return m.startGVisor(ctx, workspace)
 	}
 	return m.startZygote(ctx, workspace)
+}
+
+// target is what a sandbox is started for: a workspace and an interpreter
+// with the host directories it needs. Warm sandboxes are pooled per target.
+type target struct {
+	workspace string
+	python    string
+	readOnly  string // host directories exposed read-only at their own path, NUL-separated
+}
+
+func (m *Manager) targetOf(req *Request) target {
+	tg := target{workspace: req.Workspace, python: m.opts.Python}
+	if req.Python != "" {
+		tg.python = req.Python
+		tg.readOnly = strings.Join(req.ReadOnly, "\x00")
+	}
+	return tg
+}
+
+// readOnlyDirs are the host directories a target's sandbox shows read-only.
+func (m *Manager) readOnlyDirs(tg target) []string {
+	dirs := append([]string{}, m.extraRO...)
+	if tg.readOnly != "" {
+		dirs = append(dirs, strings.Split(tg.readOnly, "\x00")...)
+	}
+	return dirs
 }
 
 // prepareWorkspace makes sure the workspace exists and that the sandbox user

@@ -25,6 +25,11 @@ type Request struct {
 	Context   map[string]any // JSON values bound as globals before the code runs
 	Args      []string       // sys.argv[1:]
 	Timeout   time.Duration  // wall clock for the whole execution; zero means 30s
+	// Python is the interpreter to run, e.g. a venv's bin/python; "" means
+	// the Manager's. ReadOnly are host directories it needs (the venv),
+	// shown read-only at their own paths; only used with Python.
+	Python   string
+	ReadOnly []string
 
 	// Calls answers the code's calls to the host (tool calls, tool search);
 	// nil means the code can make none.

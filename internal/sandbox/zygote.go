@@ -50,7 +50,8 @@ type ctlMsg struct {
 const startTimeout = 20 * time.Second
 
 // startZygote starts a fork server for workspace and waits until it is ready.
-func (m *Manager) startZygote(ctx context.Context, workspace string) (*zygote, error) {
+func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
+	workspace := tg.workspace
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
@@ -68,7 +69,7 @@ func (m *Manager) startZygote(ctx context.Context, workspace string) (*zygote, e
 	var extra []*os.File
 	switch m.opts.Level {
 	case Development:
-		cmd = exec.Command(m.opts.Python, "-I", "-B", filepath.Join(m.runtime, "codecell_runner.py"),
+		cmd = exec.Command(tg.python, "-I", "-B", filepath.Join(m.runtime, "codecell_runner.py"),
 			"--zygote", "3")
 		if m.opts.GenDir != "" {
 			cmd.Args = append(cmd.Args, "--gen", m.opts.GenDir)
@@ -80,8 +81,8 @@ func (m *Manager) startZygote(ctx context.Context, workspace string) (*zygote, e
 		extra = []*os.File{childEnd}
 	case Production:
 		args := bwrapArgs(bwrapSpec{
-			Python:    m.opts.Python,
-			ExtraRO:   m.extraRO,
+			Python:    tg.python,
+			ExtraRO:   m.readOnlyDirs(tg),
 			CtlFD:     3,
 			SeccompFD: 4,
 			Runtime:   m.runtime,
