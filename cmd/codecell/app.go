@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 
 	"github.com/codecell/codecell/internal/config"
+	"github.com/codecell/codecell/internal/envs"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/seccomp"
 	"github.com/codecell/codecell/internal/server"
@@ -109,7 +111,11 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		Logger:  log,
 		Version: version,
 	})
-	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, GenDir: genDir, DataDir: dataDir, Version: version, Logger: log})
+	environments := envs.New(envs.Options{
+		DataDir: dataDir, SystemPython: sb.Python, Wheelhouse: sb.Wheelhouse,
+		UV: lookPath("uv"), Conda: lookPath("conda"), Runner: mgr, Logger: log,
+	})
+	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, GenDir: genDir, DataDir: dataDir, Version: version, Logger: log})
 	if err != nil {
 		mgr.Close()
 		return nil, err
@@ -119,6 +125,19 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		log.Warn("isolation level development: code runs as a plain subprocess with limits only, not in a sandbox")
 	}
 	return &app{cfg: cfg, dataDir: dataDir, log: log, sandbox: mgr, upstreams: ups, server: srv}, nil
+}
+
+// lookPath is the absolute path of a program on PATH, or "".
+func lookPath(name string) string {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return ""
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return ""
+	}
+	return abs
 }
 
 func (a *app) close() {

@@ -65,6 +65,7 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 	}
 	fmt.Fprintf(w, "seccomp\t%d rules (denies %s, ...)\n", len(rules), strings.Join(names[:min(6, len(names))], ", "))
 	fmt.Fprintf(w, "cgroups\t%s\n", cgroupState())
+	fmt.Fprintf(w, "environments\t%s\n", environmentTools(ctx, cfg.Sandbox.Python))
 	if os.Geteuid() == 0 {
 		fmt.Fprintf(w, "sandbox user on host\tnobody (uid 65534)\n")
 		if ws := server.WorkspaceDir(dataDir, server.DefaultNamespace); configured == sandbox.Production && !sandbox.Reachable(ws) {
@@ -125,10 +126,10 @@ func cgroupState() string {
 // inactiveKeys lists config keys that are validated but not yet acted on by
 // this version, so doctor says so rather than pretend.
 func inactiveKeys(cfg *config.Config) []string {
-	keys := []string{"pii", "http.tokens", "sessions", "sandbox.workspaceQuota", "sandbox.network.allow", "sandbox.wheelhouse"}
+	keys := []string{"pii", "http.tokens", "sessions", "sandbox.workspaceQuota", "sandbox.network.allow"}
 	var other []string
 	for _, t := range cfg.Toolsets {
-		if t != "exec" && t != "discovery" {
+		if t != "exec" && t != "discovery" && t != "env" {
 			other = append(other, t)
 		}
 	}
@@ -136,4 +137,24 @@ func inactiveKeys(cfg *config.Config) []string {
 		keys = append(keys, "toolsets "+strings.Join(other, "/"))
 	}
 	return keys
+}
+
+// environmentTools says which environment types can be used here.
+func environmentTools(ctx context.Context, python string) string {
+	parts := []string{"system ok"}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if exec.CommandContext(ctx, python, "-I", "-c", "import ensurepip, venv").Run() == nil {
+		parts = append(parts, "venv ok")
+	} else {
+		parts = append(parts, "venv UNAVAILABLE (install python3-venv)")
+	}
+	for _, tool := range []string{"uv", "conda"} {
+		if p := lookPath(tool); p != "" {
+			parts = append(parts, tool+" ok ("+p+")")
+		} else {
+			parts = append(parts, tool+" not installed")
+		}
+	}
+	return strings.Join(parts, ", ")
 }

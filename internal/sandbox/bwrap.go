@@ -72,9 +72,6 @@ func bwrapArgs(s bwrapSpec) []string {
 	for _, f := range etcFiles {
 		a = append(a, "--ro-bind-try", f, f)
 	}
-	for _, d := range s.ExtraRO {
-		a = append(a, "--ro-bind", d, d)
-	}
 	a = append(a,
 		"--proc", "/proc",
 		// bubblewrap leaves /proc/sys writable (it covers only what it finds
@@ -91,6 +88,10 @@ func bwrapArgs(s bwrapSpec) []string {
 		"--chdir", WorkspaceMount,
 		"--clearenv",
 	)
+	// After /tmp: a directory under /tmp (tests) must not be hidden by it.
+	for _, d := range s.ExtraRO {
+		a = append(a, "--ro-bind", d, d)
+	}
 	for _, kv := range sandboxEnv {
 		a = append(a, "--setenv", kv[0], kv[1])
 	}

@@ -558,9 +558,6 @@ func ociConfig(s gvisorSpec) ociSpec {
 			Options: []string{"nosuid", "nodev", "mode=1777", "size=" + strconv.FormatInt(s.TmpSize, 10)}}
 	}
 	mounts := []ociMount{bind("/usr", "/usr", false)}
-	for _, b := range s.ReadOnly {
-		mounts = append(mounts, bind(b.Source, b.Dest, false))
-	}
 	mounts = append(mounts,
 		ociMount{Destination: "/proc", Type: "proc", Source: "proc"},
 		tmpfs("/tmp"),
@@ -570,6 +567,10 @@ func ociConfig(s gvisorSpec) ociSpec {
 	)
 	if s.Gen != "" {
 		mounts = append(mounts, bind(s.Gen, GenMount, false))
+	}
+	// After /tmp: a directory under /tmp (tests) must not be hidden by it.
+	for _, b := range s.ReadOnly {
+		mounts = append(mounts, bind(b.Source, b.Dest, false))
 	}
 	env := make([]string, 0, len(sandboxEnv))
 	for _, kv := range sandboxEnv {

@@ -238,7 +238,7 @@ func TestHardened(t *testing.T) {
 	t.Run("start time", func(t *testing.T) {
 		// Exec and Warm prepare the workspace before they start a sandbox;
 		// starting one directly must too, or runsc has nothing to bind.
-		if err := m.prepareWorkspace(ws); err != nil {
+		if err := m.PrepareDir(ws); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()

@@ -131,7 +131,7 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 	if req.Timeout <= 0 {
 		req.Timeout = 30 * time.Second
 	}
-	if err := m.prepareWorkspace(req.Workspace); err != nil {
+	if err := m.PrepareDir(req.Workspace); err != nil {
 		res.Error = failure(ErrSandbox, "%v", err)
 		return res
 	}
@@ -165,7 +165,7 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 
 // Warm fills the pool for workspace in the background.
 func (m *Manager) Warm(workspace string) {
-	if err := m.prepareWorkspace(workspace); err != nil {
+	if err := m.PrepareDir(workspace); err != nil {
 		m.log.Warn("warm pool", "error", err)
 		return
 	}
@@ -352,9 +352,10 @@ func (m *Manager) readOnlyDirs(tg target) []string {
 	return dirs
 }
 
-// prepareWorkspace makes sure the workspace exists and that the sandbox user
+// PrepareDir makes sure a directory a sandbox writes (a workspace, an
+// environment) exists and that the sandbox user
 // can reach and write it.
-func (m *Manager) prepareWorkspace(dir string) error {
+func (m *Manager) PrepareDir(dir string) error {
 	if dir == "" || !filepath.IsAbs(dir) {
 		return fmt.Errorf("workspace %q is not an absolute path", dir)
 	}

@@ -78,3 +78,6 @@ func descendantsOf(pid int) []int {
 	}
 	return below
 }
+
+// syscallKillGroup kills a process group.
+func syscallKillGroup(pid int) error { return syscall.Kill(-pid, syscall.SIGKILL) }

@@ -75,14 +75,18 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		return nil, ExecuteCodeOutput{}, err
 	}
 	calls := &execCalls{s: s}
-	res := s.exec.Exec(ctx, sandbox.Request{
+	sreq := sandbox.Request{
 		Workspace:    s.Workspace(DefaultNamespace),
 		Code:         in.Code,
 		Context:      in.Context,
 		Timeout:      timeout,
 		Calls:        calls,
 		MaxToolCalls: s.cfg.Sandbox.MaxToolCalls,
-	})
+	}
+	if err := s.withEnvironment(&sreq); err != nil {
+		return nil, ExecuteCodeOutput{}, err
+	}
+	res := s.exec.Exec(ctx, sreq)
 	out := outputOf(res)
 	out.ToolCalls.Calls, out.ContextSavings.ToolResultBytes = calls.record()
 	out.ToolCalls.Count = len(out.ToolCalls.Calls)

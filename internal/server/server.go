@@ -14,6 +14,7 @@ import (
 
 	"github.com/codecell/codecell/internal/catalog"
 	"github.com/codecell/codecell/internal/config"
+	"github.com/codecell/codecell/internal/envs"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/upstream"
 )
@@ -40,6 +41,7 @@ type Options struct {
 	Executor  Executor       // required
 	DataDir   string         // required: workspaces live under it
 	Upstreams Upstreams      // nil means none
+	Envs      *envs.Manager  // nil disables the env toolset; executions use the system Python
 	// GenDir is where the generated servers package is published for the
 	// sandbox (sandbox.Options.GenDir); "" means it is not written.
 	GenDir  string
@@ -52,6 +54,7 @@ type Server struct {
 	cfg     *config.Config
 	exec    Executor
 	up      Upstreams
+	envs    *envs.Manager
 	tools   *toolIndex
 	policy  policy
 	dataDir string
@@ -77,7 +80,7 @@ func New(opts Options) (*Server, error) {
 		version = "dev"
 	}
 	s := &Server{
-		cfg: opts.Config, exec: opts.Executor, up: opts.Upstreams, dataDir: opts.DataDir, log: log,
+		cfg: opts.Config, exec: opts.Executor, up: opts.Upstreams, envs: opts.Envs, dataDir: opts.DataDir, log: log,
 		tools:  &toolIndex{genDir: opts.GenDir},
 		policy: policy{allow: opts.Config.Policy.Allow, deny: opts.Config.Policy.Deny},
 	}
@@ -94,6 +97,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if slices.Contains(opts.Config.Toolsets, "discovery") {
 		s.addDiscoveryTools()
+	}
+	if slices.Contains(opts.Config.Toolsets, "env") && s.envs != nil {
+		s.addEnvTools()
 	}
 	return s, nil
 }

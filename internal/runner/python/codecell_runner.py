@@ -183,6 +183,10 @@ def error_of(exc):
         message = "<unprintable>"
     if isinstance(exc, MemoryError) and not message:
         message = "the code ran out of its memory limit"
+    if isinstance(exc, ModuleNotFoundError) and exc.name and not exc.name.startswith("servers"):
+        top = exc.name.split(".")[0]
+        message += ("; to install it, call install_dependencies with packages=[%r] (after configure_environment"
+                    " with type venv; the package name may differ from the module name)" % top)
     return {"type": name, "message": message, "traceback": user_traceback(exc)}
 
 
