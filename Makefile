@@ -47,6 +47,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'ExecuteCode|PythonSpawn' -benchtime 500x ./cmd/codecell/
 	$(GO) test -run '^$$' -bench 'BenchmarkExec$$' -benchtime 500x ./internal/sandbox/
 	$(GO) test -run '^$$' -bench 'Search' ./internal/catalog/
+	$(GO) test -run '^$$' -bench 'AggregateMillion' -benchtime 3x ./internal/analysis/
 
 # A short run of every fuzz target.
 fuzz:

@@ -129,7 +129,7 @@ func inactiveKeys(cfg *config.Config) []string {
 	keys := []string{"pii", "http.tokens", "sessions", "sandbox.workspaceQuota", "sandbox.network.allow"}
 	var other []string
 	for _, t := range cfg.Toolsets {
-		if t != "exec" && t != "discovery" && t != "env" {
+		if t != "exec" && t != "discovery" && t != "env" && t != "analysis" {
 			other = append(other, t)
 		}
 	}

@@ -101,6 +101,9 @@ func New(opts Options) (*Server, error) {
 	if slices.Contains(opts.Config.Toolsets, "env") && s.envs != nil {
 		s.addEnvTools()
 	}
+	if slices.Contains(opts.Config.Toolsets, "analysis") {
+		s.addAnalysisTools()
+	}
 	return s, nil
 }
 

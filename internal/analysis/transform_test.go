@@ -1,0 +1,163 @@
+package analysis
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestTransform(t *testing.T) {
+	for _, tc := range []struct {
+		name, data, params string
+		want               string
+	}{
+		{
+			name: "derive arithmetic",
+			data: `[{"price":2.5,"qty":4},{"price":"3","qty":2},{"price":null,"qty":1},{"qty":1},{"price":1,"qty":0},{"price":"abc","qty":1}]`,
+			params: `{"derive":{"total":"price * qty","unit":"price / qty","neg":"-price + 1","paren":"(price + 1) * 2","prec":"1 + 2 * 3 - 4 / 2"},
+				"select":["total","unit","neg","paren","prec"]}`,
+			// row 0: 10, .625, -1.5, 7; row 1: "3" is 3: 6, 1.5, -2, 8; rows 2, 3, 5 have no numeric price;
+			// row 4: 1/0 is null. prec: 1 + 6 - 2 = 5.
+			want: `[{"total":10,"unit":0.625,"neg":-1.5,"paren":7,"prec":5},
+				{"total":6,"unit":1.5,"neg":-2,"paren":8,"prec":5},
+				{"total":null,"unit":null,"neg":null,"paren":null,"prec":5},
+				{"total":null,"unit":null,"neg":null,"paren":null,"prec":5},
+				{"total":0,"unit":null,"neg":0,"paren":4,"prec":5},
+				{"total":null,"unit":null,"neg":null,"paren":null,"prec":5}]`,
+		},
+		{
+			name:   "left associativity and unary minus",
+			data:   `[{"a":10,"b":3,"s":"x"}]`,
+			params: `{"derive":{"sub":"a - b - 2","div":"a / b / 2","neg":"--a","mix":"-a * -b","pos":"+a","posstr":"+s","exp":"1.5e2 + .5"}}`,
+			// 10-3-2 = 5; 10/3/2 = 1.6666666666666667; --10 = 10; -10*-3 = 30
+			want: `[{"a":10,"b":3,"s":"x","sub":5,"div":1.6666666666666667,"neg":10,"mix":30,"pos":10,"posstr":null,"exp":150.5}]`,
+		},
+		{
+			name:   "integers stay exact, division only when exact",
+			data:   `[{"big":9007199254740993,"max":9223372036854775807}]`,
+			params: `{"derive":{"plus":"big + 0","times":"big * 1","half":"6 / 3","frac":"7 / 2","over":"max + 1","neg":"-big"},"select":["plus","times","half","frac","over","neg"]}`,
+			want:   `[{"plus":9007199254740993,"times":9007199254740993,"half":2,"frac":3.5,"over":9223372036854775808,"neg":-9007199254740993}]`,
+		},
+		{
+			name:   "a bare field copies the value, nested paths and Unicode names",
+			data:   `[{"customer":{"address":{"city":"Zürich"}},"größe":3,"items":[{"n":2}]}]`,
+			params: `{"derive":{"city":"customer.address.city","double":"größe * 2","first":"items.0.n * 10","gone":"nope"},"select":["city","double","first","gone"]}`,
+			want:   `[{"city":"Zürich","double":6,"first":20,"gone":null}]`,
+		},
+		{
+			name:   "derive sees the input row, not other derived fields",
+			data:   `[{"x":1}]`,
+			params: `{"derive":{"a":"x + 1","b":"a * 10","x":"x * 100"}}`,
+			want:   `[{"x":100,"a":2,"b":null}]`,
+		},
+		{
+			name:   "rename swaps",
+			data:   `[{"a":1,"b":2,"c":3}]`,
+			params: `{"rename":{"a":"b","b":"a"}}`,
+			want:   `[{"a":2,"b":1,"c":3}]`,
+		},
+		{
+			name:   "a renamed value wins over an existing key",
+			data:   `[{"a":1,"c":2},{"c":3}]`,
+			params: `{"rename":{"a":"c"}}`,
+			want:   `[{"c":1},{"c":3}]`,
+		},
+		{
+			name:   "select: missing fields are null, dot paths keep their name",
+			data:   `[{"a":1,"b":2,"n":{"x":5}},{"a":3}]`,
+			params: `{"select":["b","n.x","zz"]}`,
+			want:   `[{"b":2,"n.x":5,"zz":null},{"b":null,"n.x":null,"zz":null}]`,
+		},
+		{
+			name:   "derive, then rename, then select",
+			data:   `[{"price":2,"qty":3,"sku":"A"}]`,
+			params: `{"derive":{"t":"price * qty"},"rename":{"t":"total","sku":"id"},"select":["id","total"]}`,
+			want:   `[{"id":"A","total":6}]`,
+		},
+		{
+			name:   "no rows",
+			data:   `[]`,
+			params: `{"select":["a"]}`,
+			want:   `[]`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := rowsOf(t, tc.data)
+			before, _ := json.Marshal(rows)
+			res, err := Run("transform", rows, json.RawMessage(tc.params))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameJSON(t, res.Result, tc.want)
+			if after, _ := json.Marshal(rows); string(after) != string(before) {
+				t.Errorf("input rows changed:\n%s\n%s", before, after)
+			}
+			if res.RowsIn != len(rows) || res.RowsOut != len(rows) {
+				t.Errorf("rows in, out = %d, %d; want %d twice", res.RowsIn, res.RowsOut, len(rows))
+			}
+		})
+	}
+}
+
+func TestTransformTypes(t *testing.T) {
+	rows := rowsOf(t, `[{"a":9007199254740993,"b":0.5}]`)
+	res, err := Run("transform", rows, json.RawMessage(`{"derive":{"i":"a + 1","f":"b * 2"},"select":["i","f"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.Result.([]map[string]any)[0]
+	want := map[string]any{"i": int64(9007199254740994), "f": 1.0}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %#v, want %#v", got, want)
+	}
+	if !slices.Equal(res.Columns, []string{"i", "f"}) {
+		t.Errorf("columns %q", res.Columns)
+	}
+}
+
+func TestParseExprErrors(t *testing.T) {
+	for _, tc := range []struct{ src, msg string }{
+		{"", "at offset 0: expected a number, a field name or ( but found end of expression"},
+		{"price *", "at offset 7: expected a number, a field name or ( but found end of expression"},
+		{"(a + b", "at offset 6: expected ) but found end of expression"},
+		{"a $ b", `at offset 2: unexpected character "$"`},
+		{"2x", "at offset 1: unexpected name x"},
+		{"a b", "at offset 2: unexpected name b"},
+		{")", `at offset 0: expected a number, a field name or ( but found ")"`},
+		{"a ** b", `at offset 3: expected a number, a field name or ( but found "*"`},
+		{"a % b", `unexpected character "%"`},
+		{"$a", `at offset 0: unexpected character "$"; an expression holds numbers`},
+		{"1e400", "1e400 is not a finite number"},
+		{"unit price", "unexpected name price"},
+		{strings.Repeat("(", 200) + "1" + strings.Repeat(")", 200), "nested more than 100 deep"},
+		{strings.Repeat("-", 200) + "1", "nested more than 100 deep"},
+		{strings.Repeat("a+", 3000) + "a", "the limit is 4096"},
+	} {
+		_, err := parseExpr(tc.src)
+		if err == nil || !strings.Contains(err.Error(), tc.msg) {
+			src := tc.src
+			if len(src) > 40 {
+				src = src[:40] + "..."
+			}
+			t.Errorf("parseExpr(%q) = %v, want an error containing %q", src, err, tc.msg)
+		}
+	}
+}
+
+func TestTransformErrors(t *testing.T) {
+	runErrorCases(t, []errorCase{
+		{"nothing to do", "transform", `{}`, "parameters", "needs at least one of select, rename, derive"},
+		{"bad expression", "transform", `{"derive":{"ok":"a","total":"price *"}}`, "parameters.derive.total", `"price *": at offset 7`},
+		{"expression not a string", "transform", `{"derive":{"total":3}}`, "parameters.derive.total", "must be a string, not a number"},
+		{"derive not an object", "transform", `{"derive":["a+b"]}`, "parameters.derive", "must be an object, not an array"},
+		{"derive without a name", "transform", `{"derive":{"":"a"}}`, "parameters.derive.", "needs a name"},
+		{"rename to the same name twice", "transform", `{"rename":{"a":"x","b":"x"}}`, "parameters.rename.b", `renames to "x", as "a" does`},
+		{"rename to a number", "transform", `{"rename":{"a":1}}`, "parameters.rename.a", "must be a string"},
+		{"rename to nothing", "transform", `{"rename":{"a":""}}`, "parameters.rename.a", "must not be empty"},
+		{"select not a list", "transform", `{"select":"a"}`, "parameters.select", "must be an array"},
+		{"select of a number", "transform", `{"select":["a",1]}`, "parameters.select[1]", "must be a non-empty string, not 1"},
+		{"unknown parameter", "transform", `{"selected":["a"]}`, "parameters.selected", "want select, rename, derive"},
+	})
+}
