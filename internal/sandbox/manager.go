@@ -321,7 +321,14 @@ func (m *Manager) refill(workspace target) {
 
 func (m *Manager) start(ctx context.Context, workspace target) (sandbox, error) {
 	if m.opts.Level == Hardened {
-		return m.startGVisor(ctx, workspace)
+		sb, err := m.startGVisor(ctx, workspace)
+		if err != nil && ctx.Err() == nil {
+			// runsc occasionally fails to start a sandbox on a loaded host
+			// ("cannot read client sync file"); one more try costs 300 ms.
+			m.log.Warn("hardened sandbox failed to start; trying again", "error", err)
+			sb, err = m.startGVisor(ctx, workspace)
+		}
+		return sb, err
 	}
 	return m.startZygote(ctx, workspace)
 }
