@@ -108,8 +108,9 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 				srv.RefreshTools()
 			}
 		},
-		Logger:  log,
-		Version: version,
+		Logger:    log,
+		Version:   version,
+		InProcess: g.inProcess,
 	})
 	environments := envs.New(envs.Options{
 		DataDir: dataDir, SystemPython: sb.Python, Wheelhouse: sb.Wheelhouse,

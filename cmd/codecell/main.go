@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // command is one subcommand.
@@ -28,6 +30,7 @@ var commands = map[string]command{
 	"doctor":  {"check which isolation levels work on this host", runDoctor},
 	"version": {"print version, commit and Go version", runVersion},
 	"tools":   {"list, search or show the upstream tools (tools list | search QUERY | show NAME)", runTools},
+	"bench":   {"measure latency, throughput, tool calls, memory and context savings (SPEC §10)", runBench},
 }
 
 // exitError carries a process exit status without an error message.
@@ -89,6 +92,9 @@ type globals struct {
 	dataDirFlag    string
 	logLevel       string
 	logFormat      string
+	// inProcess are upstream servers hosted by this process (codecell
+	// bench); newApp connects them in memory.
+	inProcess map[string]*mcp.Server
 }
 
 func (g *globals) flags() *flag.FlagSet {

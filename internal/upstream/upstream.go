@@ -55,6 +55,10 @@ type Options struct {
 	ConnectTimeout time.Duration
 	Logger         *slog.Logger // nil means silent
 	Version        string       // codecell's version, sent to servers
+	// InProcess are servers that live in this process, by name, connected
+	// over in-memory transports instead of their config's command or URL
+	// (benchmarks and tests measure codecell's own overhead with them).
+	InProcess map[string]*mcp.Server
 }
 
 // ErrUnknownServer reports a call to a server that is not configured.
@@ -472,6 +476,13 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (*
 // newTransport builds the client transport the config names.
 func (s *server) newTransport() (mcp.Transport, error) {
 	c := s.cfg
+	if srv := s.m.opts.InProcess[c.Name]; srv != nil {
+		serverSide, clientSide := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(context.Background(), serverSide, nil); err != nil {
+			return nil, err
+		}
+		return clientSide, nil
+	}
 	if c.Command != "" {
 		cmd := exec.Command(c.Command, c.Args...)
 		cmd.Env = append(append([]string{}, s.m.opts.BaseEnv...), envList(c.Env)...)

@@ -1,0 +1,382 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// benchFigure is one measured figure beside its target (SPEC §10).
+type benchFigure struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`
+	Target string  `json:"target,omitempty"`
+	Met    *bool   `json:"met,omitempty"`
+	Note   string  `json:"note,omitempty"`
+}
+
+func (f *benchFigure) check(ok bool) {
+	f.Met = &ok
+}
+
+func runBench(ctx context.Context, g *globals, args []string) error {
+	fs := g.flags()
+	n := fs.Int("n", 500, "trivial executions for the latency figures")
+	conc := fs.Int("concurrency", 8, "concurrent executions for the throughput figure")
+	dur := fs.Duration("duration", 5*time.Second, "how long the throughput figure runs")
+	calls := fs.Int("tool-calls", 5000, "tool calls in one execution for the tool-call figure")
+	mdFile := fs.String("markdown", "", "also write the table as Markdown to FILE")
+	jsonFile := fs.String("json", "", "also write the figures as JSON to FILE")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	// Everything runs against a real `codecell serve` over stdio, with a
+	// data dir of its own, production isolation and a pool as large as the
+	// concurrency, plus an upstream served by this process.
+	root, err := os.MkdirTemp("", "codecell-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	os.Chmod(root, 0o711)
+	cfg := map[string]any{
+		"sandbox": map[string]any{"isolation": "production", "pool": max(*conc, 4), "timeout": "120s"},
+	}
+	cfgPath := filepath.Join(root, "config.json")
+	raw, _ := json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
+		return err
+	}
+	cmd := exec.Command(self, "serve", "--config", cfgPath, "--data-dir", filepath.Join(root, "data"), "--log-level", "error")
+	cmd.Stderr = g.stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codecell-bench", Version: version}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return fmt.Errorf("start codecell serve: %w", err)
+	}
+	defer cs.Close()
+	exec1 := func(code string) (map[string]any, error) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": code}})
+		if err != nil {
+			return nil, err
+		}
+		var out map[string]any
+		b, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(b, &out)
+		if res.IsError {
+			return out, fmt.Errorf("execute_code failed: %s", textOf(res))
+		}
+		return out, nil
+	}
+	fmt.Fprintln(g.stderr, "codecell bench: warming up")
+	for i := 0; i < 20; i++ {
+		if _, err := exec1("print(1)"); err != nil {
+			return err
+		}
+	}
+	var figs []benchFigure
+
+	// Latency, beside a bare interpreter spawn measured in the same run.
+	lat := make([]time.Duration, 0, *n)
+	for i := 0; i < *n; i++ {
+		start := time.Now()
+		if _, err := exec1("print(1)"); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(start))
+	}
+	spawn := make([]time.Duration, 0, *n)
+	for i := 0; i < *n; i++ {
+		start := time.Now()
+		if err := exec.Command("/usr/bin/python3", "-I", "-S", "-c", "pass").Run(); err != nil {
+			return fmt.Errorf("bare python spawn: %w", err)
+		}
+		spawn = append(spawn, time.Since(start))
+	}
+	p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
+	f := benchFigure{Name: "execute_code latency p50 (print(1), stdio, production)", Value: p50, Unit: "ms", Target: "<= 3 ms"}
+	f.check(p50 <= 3)
+	figs = append(figs, f)
+	f = benchFigure{Name: "execute_code latency p99", Value: p99, Unit: "ms", Target: "<= 15 ms"}
+	f.check(p99 <= 15)
+	figs = append(figs, f)
+	figs = append(figs,
+		benchFigure{Name: "bare python3 -I -S -c pass p50 (same run)", Value: percentile(spawn, 0.50), Unit: "ms"},
+		benchFigure{Name: "bare python3 -I -S -c pass p99 (same run)", Value: percentile(spawn, 0.99), Unit: "ms"})
+
+	// Throughput at the given concurrency.
+	var done atomic.Int64
+	var failed atomic.Int64
+	stop := time.Now().Add(*dur)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < *conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				if _, err := exec1("print(1)"); err != nil {
+					failed.Add(1)
+					continue
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	rate := float64(done.Load()) / time.Since(start).Seconds()
+	f = benchFigure{Name: fmt.Sprintf("throughput at concurrency %d", *conc), Value: rate, Unit: "executions/s", Target: ">= 250/s"}
+	f.check(rate >= 250 && failed.Load() == 0)
+	if failed.Load() > 0 {
+		f.Note = fmt.Sprintf("%d failed", failed.Load())
+	}
+	figs = append(figs, f)
+
+	// Tool calls from code to an upstream that lives in codecell's own
+	// process, in one execution: one after another, and from eight threads.
+	callFigs, err := toolCallRate(ctx, g, root, *calls)
+	if err != nil {
+		return fmt.Errorf("tool-call figure: %w", err)
+	}
+	figs = append(figs, callFigs...)
+
+	// Memory: the server's own RSS once idle, and the proportional set size
+	// of the warm sandboxes' processes divided by their number.
+	time.Sleep(500 * time.Millisecond)
+	serverPid := serveProcess(cmd)
+	if serverPid > 0 {
+		rss := float64(procKB(serverPid, "status", "VmRSS:")) / 1024
+		f := benchFigure{Name: "idle server RSS", Value: rss, Unit: "MB", Target: "<= 40 MB"}
+		f.check(rss <= 40)
+		figs = append(figs, f)
+		pss, count := sandboxPSS(serverPid)
+		per := float64(pss) / 1024 / float64(max(*conc, 4))
+		f = benchFigure{Name: "memory per warm sandbox (PSS)", Value: per, Unit: "MB", Target: "<= 20 MB", Note: fmt.Sprintf("%d processes for %d sandboxes", count, max(*conc, 4))}
+		f.check(per <= 20)
+		figs = append(figs, f)
+	}
+
+	ctxFigs, err := contextEfficiency(ctx, cs)
+	if err != nil {
+		fmt.Fprintf(g.stderr, "codecell bench: context efficiency: %v\n", err)
+	}
+	figs = append(figs, ctxFigs...)
+
+	printBench(g.stdout, figs)
+	if *mdFile != "" {
+		var b strings.Builder
+		writeMarkdown(&b, figs)
+		if err := os.WriteFile(*mdFile, []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	if *jsonFile != "" {
+		b, _ := json.MarshalIndent(figs, "", "  ")
+		if err := os.WriteFile(*jsonFile, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func percentile(d []time.Duration, p float64) float64 {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return float64(s[min(len(s)-1, int(p*float64(len(s))))].Microseconds()) / 1000
+}
+
+func printBench(w io.Writer, figs []benchFigure) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\tvalue\ttarget\tmet")
+	for _, f := range figs {
+		met := ""
+		if f.Met != nil {
+			met = map[bool]string{true: "yes", false: "NO"}[*f.Met]
+		}
+		note := ""
+		if f.Note != "" {
+			note = " (" + f.Note + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s %s%s\t%s\t%s\n", f.Name, strconv.FormatFloat(f.Value, 'f', 2, 64), f.Unit, note, f.Target, met)
+	}
+	tw.Flush()
+}
+
+func writeMarkdown(w io.Writer, figs []benchFigure) {
+	fmt.Fprintln(w, "| figure | value | target | met |\n|---|---|---|---|")
+	for _, f := range figs {
+		met := ""
+		if f.Met != nil {
+			met = map[bool]string{true: "yes", false: "**no**"}[*f.Met]
+		}
+		v := strconv.FormatFloat(f.Value, 'f', 2, 64) + " " + f.Unit
+		if f.Note != "" {
+			v += " (" + f.Note + ")"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", f.Name, v, f.Target, met)
+	}
+}
+
+// echoServer is the upstream of the tool-call figure: one echo tool.
+func echoServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	type in struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text."}, func(ctx context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
+	})
+	return s
+}
+
+// toolCallRate runs codecell in this process with an in-process upstream,
+// so the figure is codecell's own cost per call: the code's request over the
+// channel, policy, the call and the answer back.
+func toolCallRate(ctx context.Context, g *globals, root string, calls int) ([]benchFigure, error) {
+	cfgPath := filepath.Join(root, "inproc.json")
+	cfg := fmt.Sprintf(`{"mcpServers": {"bench": {"command": "in-process"}}, "sandbox": {"isolation": "production", "pool": 1, "timeout": "120s", "maxToolCalls": %d}}`, calls+100)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	ig := &globals{stdout: io.Discard, stderr: g.stderr, name: "bench", configFlag: cfgPath, dataDirFlag: filepath.Join(root, "inproc-data"),
+		logLevel: "error", logFormat: "text", inProcess: map[string]*mcp.Server{"bench": echoServer()}}
+	a, err := ig.newApp(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	a.upstreams.WaitStarted(wait)
+	cancel()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := a.server.MCP().Connect(ctx, st, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codecell-bench"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.Close()
+	var figs []benchFigure
+	for _, threads := range []int{1, 8} {
+		code := fmt.Sprintf(`
+import time
+from concurrent.futures import ThreadPoolExecutor
+from servers.bench import echo
+N, T = %d, %d
+echo(text="warm")
+t0 = time.perf_counter()
+if T == 1:
+    for i in range(N):
+        echo(text="x")
+else:
+    with ThreadPoolExecutor(T) as pool:
+        list(pool.map(lambda i: echo(text="x"), range(N)))
+N / (time.perf_counter() - t0)
+`, calls, threads)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": code}})
+		if err != nil {
+			return nil, err
+		}
+		if res.IsError {
+			return nil, fmt.Errorf("execute_code: %s", textOf(res))
+		}
+		var out struct {
+			Result float64 `json:"result"`
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(b, &out)
+		f := benchFigure{Name: fmt.Sprintf("tool calls per second in one execution, in-process upstream (%d thread(s))", threads), Value: out.Result, Unit: "calls/s", Target: ">= 5000/s"}
+		f.check(out.Result >= 5000)
+		figs = append(figs, f)
+	}
+	return figs, nil
+}
+
+func serveProcess(cmd *exec.Cmd) int {
+	if cmd.Process == nil {
+		return 0
+	}
+	return cmd.Process.Pid
+}
+
+// procKB reads a "Key: N kB" line of /proc/<pid>/<file>.
+func procKB(pid int, file, key string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, key) {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				n, _ := strconv.ParseInt(f[1], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// sandboxPSS sums the proportional set size of every descendant of pid
+// (the sandboxes: bubblewrap, the fork servers and their waiting children)
+// other than upstream servers, which are not sandboxes.
+func sandboxPSS(pid int) (kb int64, count int) {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) > 1 {
+			pp, _ := strconv.Atoi(f[1])
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c))
+			if strings.Contains(string(cmdline), "bwrap") || strings.Contains(string(cmdline), "codecell_runner") {
+				kb += procKB(c, "smaps_rollup", "Pss:")
+				count++
+			}
+			walk(c)
+		}
+	}
+	walk(pid)
+	return kb, count
+}
