@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,8 +42,20 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	calls := fs.Int("tool-calls", 5000, "tool calls in one execution for the tool-call figure")
 	mdFile := fs.String("markdown", "", "also write the table as Markdown to FILE")
 	jsonFile := fs.String("json", "", "also write the figures as JSON to FILE")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the in-process figures) to FILE")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -46,3 +46,19 @@ func BaseEnv(env func(string) string) []string {
 	}
 	return base
 }
+
+// DefaultGCPercent is codecell's garbage-collection target when GOGC is not
+// set. Its live heap is small (a few MB), so Go's default of 100 collects
+// after every few MB allocated; tool calls allocate a little each, and at
+// thousands a second that halved their rate. 400 keeps the idle server well
+// under its 40 MB budget.
+const DefaultGCPercent = 400
+
+// GCPercent is the GC target to set: DefaultGCPercent unless the user chose
+// one with GOGC, which the runtime already applied (then ok is false).
+func GCPercent(env func(string) string) (percent int, ok bool) {
+	if env != nil && env("GOGC") != "" {
+		return 0, false
+	}
+	return DefaultGCPercent, true
+}

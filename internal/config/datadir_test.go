@@ -30,3 +30,12 @@ func TestDataDir(t *testing.T) {
 		t.Fatal("no flag, XDG_DATA_HOME or HOME: want an error")
 	}
 }
+
+func TestGCPercent(t *testing.T) {
+	if p, ok := GCPercent(func(string) string { return "" }); !ok || p != DefaultGCPercent {
+		t.Errorf("without GOGC: %d %v", p, ok)
+	}
+	if _, ok := GCPercent(func(k string) string { return map[string]string{"GOGC": "50"}[k] }); ok {
+		t.Error("GOGC set by the user was overridden")
+	}
+}
