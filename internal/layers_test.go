@@ -20,6 +20,7 @@ var forbidden = map[string][]string{
 	"seccomp":  {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"runner":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"analysis": {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"bench":    {"github.com/codecell/codecell/internal/server", "github.com/codecell/codecell/internal/sandbox"},
 	"catalog":  {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"envs":     {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/server"},
 	"upstream": {"github.com/codecell/codecell/internal/server", "github.com/codecell/codecell/internal/sandbox"},

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/bench"
 )
 
 // benchFigure is one measured figure beside its target (SPEC §10).
@@ -70,8 +72,15 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	}
 	defer os.RemoveAll(root)
 	os.Chmod(root, 0o711)
+	scenarios := bench.NewServers()
+	urls, stopScenarios, err := scenarios.ServeHTTP(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopScenarios()
 	cfg := map[string]any{
-		"sandbox": map[string]any{"isolation": "production", "pool": max(*conc, 4), "timeout": "120s"},
+		"mcpServers": bench.MCPServers(urls),
+		"sandbox":    map[string]any{"isolation": "production", "pool": max(*conc, 4), "timeout": "120s"},
 	}
 	cfgPath := filepath.Join(root, "config.json")
 	raw, _ := json.Marshal(cfg)
@@ -186,7 +195,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		figs = append(figs, f)
 	}
 
-	ctxFigs, err := contextEfficiency(ctx, cs)
+	ctxFigs, err := contextEfficiency(ctx, cs, scenarios)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "codecell bench: context efficiency: %v\n", err)
 	}

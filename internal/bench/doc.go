@@ -2,23 +2,30 @@
 // task by calling upstream MCP tools directly, against doing the same task
 // through codecell's code mode (SPEC §10, context efficiency).
 //
-// It bundles the scenario servers (a document store, file storage, a CRM
-// and a ticket tracker, written with the official MCP SDK and served in
-// process or over Streamable HTTP on loopback), the scenarios, and a
+// It bundles the scenario servers (team documents, file storage,
+// spreadsheets, a CRM and a support desk, 12 to 17 tools each, written with
+// the official MCP SDK and served in process or over Streamable HTTP on
+// loopback, see [NewServers]), the scenarios ([Scenarios]), and a
 // cl100k_base BPE tokenizer whose vocabulary is embedded, so a run needs no
-// network.
+// network ([NewTokenizer]).
 //
-// A transcript is the text the model sees, counted once, in order: for
-// direct calling, every tool definition of every scenario server, each call
-// the model writes, and each result as it comes back; for code mode,
-// codecell's own tool list, one search_tools call and its result, the code
-// and the execute_code result. Both sides get their results from real
+// A transcript is the text the model sees, each piece counted once, in
+// order. Direct calling: every server's instructions and tools/list (every
+// definition of every scenario server, since a host loads them all before
+// it knows the task), then each call the model writes, arguments included,
+// and each result it reads. Code mode: codecell's instructions and
+// tools/list, one search_tools call and its result, then each execute_code
+// call (the code) and its result. Both sides get their results from real
 // servers: the direct side calls the scenario servers through an MCP client
-// session, the code side runs the code in a real codecell through a
-// [CodeRunner].
+// session, the code side runs its code in a real codecell ([CodeRunner]).
 //
-// What the count does not include, on either side: the user's task, the
-// system prompt and the model's own reasoning, which are the same both ways;
-// and the re-reading of the whole context on every turn, which makes direct
+// Both sides are counted the same way: tool lists as tools/list returns
+// them (titles and output schemas included, though a host may send the model
+// only names, descriptions and input schemas), and results as the JSON of
+// their structured content (see [ResultText]).
+//
+// Not counted, on either side: the user's task, the system prompt, the
+// model's reasoning and its final answer, which are the same both ways; and
+// the re-reading of the whole context on every turn, which makes direct
 // calling cost more in practice than its transcript does here.
 package bench
