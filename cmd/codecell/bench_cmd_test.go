@@ -1,0 +1,46 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBenchCommand runs a small `codecell bench` and checks that every
+// figure of SPEC §10 was measured and written as JSON and Markdown.
+func TestBenchCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real sandboxes and upstreams for half a minute")
+	}
+	requireProduction(t)
+	dir := t.TempDir()
+	jsonFile, mdFile := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.md")
+	out, code := runCLI(t, "bench", "--n", "30", "--duration", "1s", "--tool-calls", "300", "--json", jsonFile, "--markdown", mdFile)
+	if code != 0 {
+		t.Fatalf("bench exit %d:\n%s", code, out)
+	}
+	var figs []benchFigure
+	b, err := os.ReadFile(jsonFile)
+	if err != nil || json.Unmarshal(b, &figs) != nil {
+		t.Fatalf("bench JSON: %v\n%s", err, b)
+	}
+	want := []string{"latency p50", "latency p99", "bare python3", "throughput at concurrency 8", "tool calls per second",
+		"idle server RSS", "per warm sandbox", "document-move", "table-filter", "cross-server-join"}
+	for _, w := range want {
+		found := false
+		for _, f := range figs {
+			if strings.Contains(f.Name, w) && f.Value > 0 {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no measured figure for %q in %s", w, b)
+		}
+	}
+	md, _ := os.ReadFile(mdFile)
+	if !strings.HasPrefix(string(md), "| figure | value | target | met |") {
+		t.Errorf("markdown: %s", md)
+	}
+}
