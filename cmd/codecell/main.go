@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -127,4 +128,24 @@ func (g *globals) logger() (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(g.stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", g.logFormat)
+}
+
+// startCPUProfile writes a CPU profile of this process to path until the
+// returned function is called; an empty path profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"runtime/pprof"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,17 +22,11 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
 	}
