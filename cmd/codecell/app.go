@@ -88,11 +88,12 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 			Memory: sb.Memory, Pids: sb.Pids, CPUTime: sb.CPUTime, FileSize: sb.FileSize,
 			OpenFiles: sb.OpenFiles, Output: sb.Output, TmpSize: sb.TmpSize,
 		},
-		StateDir: stateDir,
-		PoolSize: sb.Pool,
-		Seccomp:  prog,
-		GenDir:   genDir,
-		Logger:   log,
+		StateDir:       stateDir,
+		WorkspaceQuota: sb.WorkspaceQuota,
+		PoolSize:       sb.Pool,
+		Seccomp:        prog,
+		GenDir:         genDir,
+		Logger:         log,
 	})
 	if err != nil {
 		return nil, err

@@ -27,6 +27,10 @@ type Options struct {
 	PoolSize int
 	// Seccomp is the compiled seccomp program for production; required there.
 	Seccomp []byte
+	// WorkspaceQuota bounds the bytes in a workspace: an execution that
+	// passes it is stopped, and one cannot start while it is passed. Zero
+	// means none.
+	WorkspaceQuota int64
 	// GenDir is the host directory of the generated servers package; the
 	// code imports from it (SPEC §5). "" means there is none.
 	GenDir string
@@ -135,8 +139,23 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 		res.Error = failure(ErrSandbox, "%v", err)
 		return res
 	}
+	if m.opts.WorkspaceQuota > 0 {
+		if used := usage(req.Workspace); used > m.opts.WorkspaceQuota {
+			res.Error = failure(ErrKilled, "%v", &QuotaError{Used: used, Quota: m.opts.WorkspaceQuota})
+			return res
+		}
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, req.Timeout, errTimeout)
 	defer cancel()
+	if m.opts.WorkspaceQuota > 0 {
+		var stop context.CancelCauseFunc
+		ctx, stop = context.WithCancelCause(ctx)
+		watched := watchQuota(ctx, stop, req.Workspace, m.opts.WorkspaceQuota)
+		defer func() {
+			stop(nil)
+			<-watched
+		}()
+	}
 
 	tg := m.targetOf(&req)
 	sb, err := m.get(ctx, tg)

@@ -537,5 +537,8 @@ func stopped(ctx context.Context, timeout time.Duration) *ExecError {
 	if errors.Is(context.Cause(ctx), errTimeout) {
 		return failure(ErrTimeout, "the code ran longer than its %s timeout and was stopped", timeout)
 	}
+	if errors.Is(context.Cause(ctx), errQuota) {
+		return failure(ErrKilled, "the code filled its workspace past its quota and was stopped")
+	}
 	return failure(ErrKilled, "the execution was cancelled: %v", context.Cause(ctx))
 }
