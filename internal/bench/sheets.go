@@ -95,6 +95,23 @@ type cellRange struct{ r0, c0, r1, c1 int }
 var a1 = regexp.MustCompile(`^([A-Z]{1,3})([1-9][0-9]{0,6}):([A-Z]{1,3})([1-9][0-9]{0,6})$`)
 
 // parseRange reads an A1 range such as "A1:K100"; "" means the whole sheet.
+// locate finds a range of a sheet of a spreadsheet; the caller holds s.mu.
+func (s *sheetStore) locate(id, title, rng string) (*spreadsheet, *sheet, cellRange, error) {
+	b, err := s.book(id)
+	if err != nil {
+		return nil, nil, cellRange{}, err
+	}
+	sh, err := b.sheet(title)
+	if err != nil {
+		return nil, nil, cellRange{}, err
+	}
+	cr, err := parseRange(rng, sh)
+	if err != nil {
+		return nil, nil, cellRange{}, err
+	}
+	return b, sh, cr, nil
+}
+
 func parseRange(r string, sh *sheet) (cellRange, error) {
 	if r == "" {
 		return cellRange{0, 0, len(sh.Rows), sh.width()}, nil
@@ -318,15 +335,7 @@ func sheetsServer(s *sheetStore) *mcp.Server {
 		func(ctx context.Context, _ *mcp.CallToolRequest, in updateCellsIn) (*mcp.CallToolResult, updatedOut, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			b, err := s.book(in.SpreadsheetID)
-			if err != nil {
-				return nil, updatedOut{}, err
-			}
-			sh, err := b.sheet(in.Sheet)
-			if err != nil {
-				return nil, updatedOut{}, err
-			}
-			cr, err := parseRange(in.Range, sh)
+			b, sh, cr, err := s.locate(in.SpreadsheetID, in.Sheet, in.Range)
 			if err != nil {
 				return nil, updatedOut{}, err
 			}
@@ -356,15 +365,7 @@ func sheetsServer(s *sheetStore) *mcp.Server {
 		func(ctx context.Context, _ *mcp.CallToolRequest, in clearRangeIn) (*mcp.CallToolResult, updatedOut, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			b, err := s.book(in.SpreadsheetID)
-			if err != nil {
-				return nil, updatedOut{}, err
-			}
-			sh, err := b.sheet(in.Sheet)
-			if err != nil {
-				return nil, updatedOut{}, err
-			}
-			cr, err := parseRange(in.Range, sh)
+			b, sh, cr, err := s.locate(in.SpreadsheetID, in.Sheet, in.Range)
 			if err != nil {
 				return nil, updatedOut{}, err
 			}
