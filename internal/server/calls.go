@@ -104,7 +104,7 @@ func (e *execCalls) callTool(ctx context.Context, p toolCallParams) (any, error)
 		return nil, toolErr(err.Error())
 	}
 	reply := replyOf(res)
-	size := jsonSize(reply)
+	size := reply.size()
 	if res.IsError {
 		record(false, size)
 		msg := ""
@@ -142,9 +142,26 @@ func replyOf(res *mcp.CallToolResult) toolReply {
 	return r
 }
 
-func jsonSize(v any) int {
-	b, _ := json.Marshal(v)
-	return len(b)
+// size is about how many bytes of the reply the code received: the text
+// and encoded data of the content, plus the structured content's JSON.
+// Counting it must not cost a second encoding of every reply.
+func (r toolReply) size() int {
+	n := 0
+	for _, c := range r.Content {
+		for _, key := range []string{"text", "data"} {
+			if s, ok := c[key].(string); ok {
+				n += len(s)
+			}
+		}
+	}
+	if r.Structured != nil {
+		if raw, ok := r.Structured.(json.RawMessage); ok {
+			n += len(raw)
+		} else if b, err := json.Marshal(r.Structured); err == nil {
+			n += len(b)
+		}
+	}
+	return n
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
