@@ -101,11 +101,14 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		return out, nil
 	}
 	fmt.Fprintln(g.stderr, "codecell bench: warming up")
-	for i := 0; i < 20; i++ {
+	for i := 0; i < 50; i++ {
 		if _, err := exec1("print(1)"); err != nil {
 			return err
 		}
 	}
+	// The pool fills in the background (a sandbox start costs tens of ms of
+	// CPU); let it settle, with the upstreams, before measuring.
+	time.Sleep(3 * time.Second)
 	var figs []benchFigure
 
 	// Latency, beside a bare interpreter spawn measured in the same run.
