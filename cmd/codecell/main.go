@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -47,6 +48,14 @@ func main() {
 		debug.SetGCPercent(percent)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// Shutdown is bounded: whatever hangs, a signalled codecell is gone
+		// ten seconds later.
+		<-ctx.Done()
+		time.Sleep(10 * time.Second)
+		fmt.Fprintln(os.Stderr, "codecell: shutdown took more than 10s; exiting")
+		os.Exit(1)
+	}()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	var ee exitError
