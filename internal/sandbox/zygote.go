@@ -429,6 +429,7 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 				// The zygote died (killed by the code, or by the kernel):
 				// end whatever is left of the sandbox.
 				zygoteGone = true
+				msgs = nil // closed: do not spin on it
 				z.kill()
 				stopReaders()
 				continue
