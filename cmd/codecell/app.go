@@ -114,7 +114,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		InProcess: g.inProcess,
 	})
 	environments := envs.New(envs.Options{
-		DataDir: dataDir, SystemPython: sb.Python, Wheelhouse: sb.Wheelhouse,
+		DataDir: dataDir, SystemPython: sb.Python, Wheelhouse: sb.Wheelhouse, IndexURL: sb.IndexURL,
 		UV: lookPath("uv"), Conda: lookPath("conda"), Runner: mgr, Logger: log,
 	})
 	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, GenDir: genDir, DataDir: dataDir, Version: version, Logger: log})

@@ -59,6 +59,7 @@ type Sandbox struct {
 	Pool           int           // warm sandboxes, default 4, 0..64
 	Network        Network
 	Wheelhouse     string // optional absolute dir of wheels for install_dependencies; "" = none
+	IndexURL       string // JSON "indexUrl": the package index install_dependencies uses; "" = pip's default
 }
 
 // Network says what network the sandbox gets.

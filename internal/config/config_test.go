@@ -318,6 +318,7 @@ func TestParseErrors(t *testing.T) {
 		{"allow without allowlist", `{"sandbox": {"network": {"allow": ["pypi.org"]}}}`, nil, []want{{"sandbox.network.allow", `only with mode "allowlist"`}}},
 		{"bad domain", `{"sandbox": {"network": {"mode": "allowlist", "allow": ["ok.test", "https://pypi.org"]}}}`, nil, []want{{"sandbox.network.allow[1]", "is not a domain name"}}},
 		{"relative wheelhouse", `{"sandbox": {"wheelhouse": "wheels"}}`, nil, []want{{"sandbox.wheelhouse", "not an absolute path"}}},
+		{"bad index url", `{"sandbox": {"indexUrl": "ftp://pkgs"}}`, nil, []want{{"sandbox.indexUrl", "http:// or https://"}}},
 
 		// Servers.
 		{"bad server name", `{"mcpServers": {"my server": {"command": "x"}}}`, nil, []want{{`mcpServers["my server"]`, "is not a valid server name"}}},

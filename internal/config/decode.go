@@ -586,6 +586,7 @@ func (d *decoder) sandbox(v *value, path string, s *Sandbox) {
 		"maxToolCalls":   d.setInt(&s.MaxToolCalls),
 		"pool":           d.setInt(&s.Pool),
 		"wheelhouse":     d.setStr(&s.Wheelhouse),
+		"indexUrl":       d.setStr(&s.IndexURL),
 		"network": func(v *value, path string) {
 			d.object(v, path, map[string]field{
 				"mode": d.setStr(&s.Network.Mode),

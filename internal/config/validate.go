@@ -204,6 +204,12 @@ func (k *checker) sandbox(s *Sandbox) {
 	if s.Wheelhouse != "" && !filepath.IsAbs(s.Wheelhouse) {
 		k.addf(p+".wheelhouse", "%q is not an absolute path", s.Wheelhouse)
 	}
+	if s.IndexURL != "" {
+		// Not quoted in the reason: an index URL may carry credentials.
+		if u, err := url.Parse(s.IndexURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			k.addf(p+".indexUrl", "must be an http:// or https:// URL with a host")
+		}
+	}
 }
 
 // positive checks a duration that must be above zero.

@@ -44,6 +44,7 @@ type Options struct {
 	DataDir      string // environments live under DataDir/envs/<namespace>/
 	SystemPython string // the "system" environment's interpreter
 	Wheelhouse   string // a directory of wheels to install from; "" for none
+	IndexURL     string // the package index when neither the call nor a wheelhouse names one; "" = pip's default
 	UV, Conda    string // the uv and conda binaries; "" when not installed
 	Runner       Runner
 	Logger       *slog.Logger
@@ -297,6 +298,8 @@ func (m *Manager) installCommand(c Config, r Requirement, indexURL string) sandb
 		source, network = []string{"--index-url", indexURL}, true
 	case m.opts.Wheelhouse != "":
 		source, ro = []string{"--no-index", "--find-links", m.opts.Wheelhouse}, []string{m.opts.Wheelhouse}
+	case m.opts.IndexURL != "":
+		source, network = []string{"--index-url", m.opts.IndexURL}, true
 	default:
 		network = true // the default index
 	}
