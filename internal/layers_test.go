@@ -21,6 +21,8 @@ var forbidden = map[string][]string{
 	"runner":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"analysis": {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"bench":    {"github.com/codecell/codecell/internal/server", "github.com/codecell/codecell/internal/sandbox"},
+	"pii":      {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"store":    {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"catalog":  {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"envs":     {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/server"},
 	"upstream": {"github.com/codecell/codecell/internal/server", "github.com/codecell/codecell/internal/sandbox"},

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Execution is one entry of the execution log.
+type Execution struct {
+	ID            int64 // assigned by RecordExecution; ignored on input
+	Namespace     string
+	SessionID     string // empty for a one-off execution
+	Code          string
+	StdoutExcerpt string
+	StderrExcerpt string
+	ResultExcerpt string
+	ErrorType     string // empty means the execution succeeded
+	ErrorMessage  string
+	Duration      time.Duration // stored in whole milliseconds
+	// ToolCalls is a JSON array describing the tool calls made; its shape
+	// belongs to the caller. Nil is stored as [].
+	ToolCalls json.RawMessage
+	Isolation string
+	CreatedAt time.Time // zero means now
+}
+
+// Failed reports whether the execution ended in an error.
+func (e Execution) Failed() bool { return e.ErrorType != "" }
+
+// Stats summarises the execution log of one namespace.
+type Stats struct {
+	Total       int
+	OK          int
+	Failed      int
+	ByErrorType map[string]int // failures per error type; never nil
+	// Latency percentiles by nearest rank over all executions counted;
+	// zero when there are none.
+	P50, P95, P99 time.Duration
+}
+
+// Page sizes for ListExecutions.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 1000
+)
+
+// RecordExecution appends e to the log of e.Namespace and returns its id.
+// When it returns nil the row is committed and synced.
+func (s *Store) RecordExecution(ctx context.Context, e Execution) (int64, error) {
+	if e.Namespace == "" {
+		return 0, fmt.Errorf("record execution: empty namespace")
+	}
+	calls := string(e.ToolCalls)
+	if len(e.ToolCalls) == 0 {
+		calls = "[]"
+	} else if !json.Valid(e.ToolCalls) {
+		return 0, fmt.Errorf("record execution: tool calls are not valid JSON")
+	}
+	created := e.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO executions
+		(namespace, session_id, code, stdout_excerpt, stderr_excerpt, result_excerpt,
+		 error_type, error_message, duration_ms, tool_calls, isolation, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.Namespace, e.SessionID, e.Code, e.StdoutExcerpt, e.StderrExcerpt, e.ResultExcerpt,
+		e.ErrorType, e.ErrorMessage, e.Duration.Milliseconds(), calls, e.Isolation, nanos(created))
+	if err != nil {
+		return 0, fmt.Errorf("record execution: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("record execution: %w", err)
+	}
+	return id, nil
+}
+
+// ListExecutions returns up to limit executions of namespace, newest first,
+// with ids below before (before <= 0 means from the newest). To page, pass
+// the ID of the last execution returned. limit <= 0 means DefaultListLimit;
+// it is capped at MaxListLimit.
+func (s *Store) ListExecutions(ctx context.Context, namespace string, before int64, limit int) ([]Execution, error) {
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	limit = min(limit, MaxListLimit)
+	if before <= 0 {
+		before = 1<<63 - 1
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, namespace, session_id, code, stdout_excerpt,
+		stderr_excerpt, result_excerpt, error_type, error_message, duration_ms, tool_calls,
+		isolation, created_at
+		FROM executions WHERE namespace = ? AND id < ? ORDER BY id DESC LIMIT ?`,
+		namespace, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list executions: %w", err)
+	}
+	defer rows.Close()
+	var out []Execution
+	for rows.Next() {
+		var e Execution
+		var ms, created int64
+		var calls string
+		if err := rows.Scan(&e.ID, &e.Namespace, &e.SessionID, &e.Code, &e.StdoutExcerpt,
+			&e.StderrExcerpt, &e.ResultExcerpt, &e.ErrorType, &e.ErrorMessage, &ms, &calls,
+			&e.Isolation, &created); err != nil {
+			return nil, fmt.Errorf("list executions: %w", err)
+		}
+		e.Duration = time.Duration(ms) * time.Millisecond
+		e.ToolCalls = json.RawMessage(calls)
+		e.CreatedAt = fromNanos(created)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list executions: %w", err)
+	}
+	return out, nil
+}
+
+// ExecutionStats summarises the executions of namespace created at or after
+// since (the zero time means all). Percentiles are computed here rather
+// than in SQL, which has no percentile function; the durations are read in
+// one pass (8 bytes a row).
+func (s *Store) ExecutionStats(ctx context.Context, namespace string, since time.Time) (Stats, error) {
+	st := Stats{ByErrorType: map[string]int{}}
+	var from int64 = -1 << 63
+	if !since.IsZero() {
+		from = nanos(since)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT error_type, duration_ms FROM executions
+		WHERE namespace = ? AND created_at >= ?`, namespace, from)
+	if err != nil {
+		return st, fmt.Errorf("execution stats: %w", err)
+	}
+	defer rows.Close()
+	var durs []int64
+	for rows.Next() {
+		var et string
+		var ms int64
+		if err := rows.Scan(&et, &ms); err != nil {
+			return st, fmt.Errorf("execution stats: %w", err)
+		}
+		st.Total++
+		if et == "" {
+			st.OK++
+		} else {
+			st.Failed++
+			st.ByErrorType[et]++
+		}
+		durs = append(durs, ms)
+	}
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("execution stats: %w", err)
+	}
+	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
+	st.P50 = percentile(durs, 50)
+	st.P95 = percentile(durs, 95)
+	st.P99 = percentile(durs, 99)
+	return st, nil
+}
+
+// percentile returns the nearest-rank p-th percentile of sorted
+// millisecond durations: the smallest value with at least p% of the values
+// at or below it.
+func percentile(sorted []int64, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 * n)
+	rank = max(rank, 1)
+	return time.Duration(sorted[rank-1]) * time.Millisecond
+}

@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Session is a row of the sessions table: the record of a session, not its
+// live interpreter.
+type Session struct {
+	ID         string
+	Namespace  string
+	CreatedAt  time.Time
+	LastUsedAt time.Time
+}
+
+// TouchSession records that session id of ns was used at t, creating it if
+// new. It fails if id already belongs to another namespace.
+func (s *Store) TouchSession(ctx context.Context, ns, id string, t time.Time) error {
+	if ns == "" || id == "" {
+		return fmt.Errorf("touch session: empty namespace or id")
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO sessions (id, namespace, created_at, last_used_at)
+		VALUES (?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET last_used_at = excluded.last_used_at
+		WHERE sessions.namespace = excluded.namespace`, id, ns, nanos(t), nanos(t))
+	if err != nil {
+		return fmt.Errorf("touch session %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("touch session %s: id taken by another namespace", id)
+	}
+	return nil
+}
+
+// ListSessions returns the sessions of ns, most recently used first.
+func (s *Store) ListSessions(ctx context.Context, ns string) ([]Session, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, namespace, created_at, last_used_at FROM sessions
+		WHERE namespace = ? ORDER BY last_used_at DESC, id`, ns)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		var se Session
+		var c, u int64
+		if err := rows.Scan(&se.ID, &se.Namespace, &c, &u); err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		se.CreatedAt, se.LastUsedAt = fromNanos(c), fromNanos(u)
+		out = append(out, se)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteSession deletes session id of ns. It returns an error wrapping
+// ErrNotFound if ns has no such session.
+func (s *Store) DeleteSession(ctx context.Context, ns, id string) error {
+	res, err := s.w.ExecContext(ctx, "DELETE FROM sessions WHERE namespace = ? AND id = ?", ns, id)
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	} else if n == 0 {
+		return fmt.Errorf("delete session %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// SetEnvironment stores the environment configuration of ns, a JSON
+// document whose shape belongs to the caller, replacing any earlier one.
+func (s *Store) SetEnvironment(ctx context.Context, ns string, config json.RawMessage) error {
+	if ns == "" {
+		return fmt.Errorf("set environment: empty namespace")
+	}
+	if !json.Valid(config) {
+		return fmt.Errorf("set environment: config is not valid JSON")
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO environments (namespace, config) VALUES (?, ?)
+		ON CONFLICT (namespace) DO UPDATE SET config = excluded.config`, ns, string(config))
+	if err != nil {
+		return fmt.Errorf("set environment: %w", err)
+	}
+	return nil
+}
+
+// Environment returns the environment configuration of ns, and false if
+// none was set.
+func (s *Store) Environment(ctx context.Context, ns string) (json.RawMessage, bool, error) {
+	var c string
+	err := s.r.QueryRowContext(ctx, "SELECT config FROM environments WHERE namespace = ?", ns).Scan(&c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("environment: %w", err)
+	}
+	return json.RawMessage(c), true, nil
+}
