@@ -13,12 +13,14 @@ import (
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/seccomp"
 	"github.com/codecell/codecell/internal/server"
+	"github.com/codecell/codecell/internal/store"
 	"github.com/codecell/codecell/internal/upstream"
 )
 
 // app is what serve and exec share: the config, the data dir, the sandbox
 // manager and the MCP server.
 type app struct {
+	db        *store.Store
 	cfg       *config.Config
 	dataDir   string
 	log       *slog.Logger
@@ -113,20 +115,26 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		Version:   version,
 		InProcess: g.inProcess,
 	})
+	db, err := store.Open(filepath.Join(dataDir, "codecell.db"))
+	if err != nil {
+		mgr.Close()
+		return nil, fmt.Errorf("open the database: %w", err)
+	}
 	environments := envs.New(envs.Options{
 		DataDir: dataDir, SystemPython: sb.Python, Wheelhouse: sb.Wheelhouse, IndexURL: sb.IndexURL,
 		UV: lookPath("uv"), Conda: lookPath("conda"), Runner: mgr, Logger: log,
 	})
-	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, GenDir: genDir, DataDir: dataDir, Version: version, Logger: log})
+	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, GenDir: genDir, DataDir: dataDir, Version: version, Logger: log})
 	if err != nil {
 		mgr.Close()
+		db.Close()
 		return nil, err
 	}
 	ups.Start()
 	if level == sandbox.Development {
 		log.Warn("isolation level development: code runs as a plain subprocess with limits only, not in a sandbox")
 	}
-	return &app{cfg: cfg, dataDir: dataDir, log: log, sandbox: mgr, upstreams: ups, server: srv}, nil
+	return &app{db: db, cfg: cfg, dataDir: dataDir, log: log, sandbox: mgr, upstreams: ups, server: srv}, nil
 }
 
 // lookPath is the absolute path of a program on PATH, or "".
@@ -145,4 +153,5 @@ func lookPath(name string) string {
 func (a *app) close() {
 	a.upstreams.Close()
 	a.sandbox.Close()
+	a.db.Close()
 }

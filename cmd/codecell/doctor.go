@@ -126,10 +126,10 @@ func cgroupState() string {
 // inactiveKeys lists config keys that are validated but not yet acted on by
 // this version, so doctor says so rather than pretend.
 func inactiveKeys(cfg *config.Config) []string {
-	keys := []string{"pii", "http.tokens", "sessions", "sandbox.network.allow"}
+	keys := []string{"http.tokens", "sessions", "sandbox.network.allow"}
 	var other []string
 	for _, t := range cfg.Toolsets {
-		if t != "exec" && t != "discovery" && t != "env" && t != "analysis" {
+		if t != "exec" && t != "discovery" && t != "env" && t != "analysis" && t != "privacy" {
 			other = append(other, t)
 		}
 	}

@@ -91,9 +91,20 @@ func (s *Server) executeAnalysis(ctx context.Context, req *mcp.CallToolRequest, 
 	}
 	res := a.Run(rows)
 	out := ExecuteAnalysisOutput{Result: res.Result, Stats: AnalysisStats{RowsIn: res.RowsIn, RowsOut: res.RowsOut}}
+	text := renderAnalysis(in.AnalysisType, res)
+	// Rows from a workspace file reach the model with their personal data
+	// as tokens, like everything else codecell returns.
+	if s.privacy.det != nil {
+		if out.Result, err = s.privacy.jsonValue(ctx, DefaultNamespace, res.Result); err == nil {
+			text, err = s.privacy.text(ctx, DefaultNamespace, text)
+		}
+		if err != nil {
+			return nil, ExecuteAnalysisOutput{}, fmt.Errorf("tokenize personal data: %w", err)
+		}
+	}
 	s.log.Info("analysis", "namespace", DefaultNamespace, "analysis_type", in.AnalysisType,
 		"rows_in", res.RowsIn, "rows_out", res.RowsOut)
-	return textResult(renderAnalysis(in.AnalysisType, res)), out, nil
+	return textResult(text), out, nil
 }
 
 // rawAnalysisArgs decodes data and parameters from the raw arguments, or,

@@ -95,7 +95,14 @@ func (e *execCalls) callTool(ctx context.Context, p toolCallParams) (any, error)
 		record(false, 0)
 		return nil, &sandbox.CallError{Kind: "PermissionError", Message: fmt.Sprintf("policy denies calling %s", name)}
 	}
-	res, err := e.s.up.Call(ctx, t.Server, t.Name, p.Arguments)
+	// Tokens the model wrote into the code become the real values again,
+	// host-side, on their way to the tool.
+	args, err := e.s.privacy.arguments(ctx, DefaultNamespace, p.Arguments)
+	if err != nil {
+		record(false, 0)
+		return nil, &sandbox.CallError{Kind: "ValueError", Message: "arguments: " + err.Error()}
+	}
+	res, err := e.s.up.Call(ctx, t.Server, t.Name, args)
 	if err != nil {
 		record(false, 0)
 		if errors.Is(err, context.DeadlineExceeded) {

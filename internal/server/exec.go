@@ -90,6 +90,12 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	out := outputOf(res)
 	out.ToolCalls.Calls, out.ContextSavings.ToolResultBytes = calls.record()
 	out.ToolCalls.Count = len(out.ToolCalls.Calls)
+	// Personal data the code printed or returned reaches the model only as
+	// tokens; the bytes returned are counted after that.
+	if err := s.privacy.output(ctx, DefaultNamespace, &out); err != nil {
+		return nil, ExecuteCodeOutput{}, fmt.Errorf("tokenize personal data: %w", err)
+	}
+	out.ContextSavings.ReturnedBytes = returnedBytes(out)
 	s.log.Info("execution", "namespace", DefaultNamespace, "ok", out.OK, "error_type", errorType(res),
 		"duration_ms", out.DurationMS, "isolation", out.Isolation)
 	return &mcp.CallToolResult{
@@ -146,14 +152,19 @@ func outputOf(res *sandbox.Result) ExecuteCodeOutput {
 		Files:      []string{},
 		Isolation:  string(res.Isolation),
 	}
+	return out
+}
+
+// returnedBytes is what an execution returns to the model: its output and
+// result.
+func returnedBytes(out ExecuteCodeOutput) int64 {
 	returned := len(out.Stdout) + len(out.Stderr)
 	if out.Result != nil {
 		if b, err := json.Marshal(out.Result); err == nil {
 			returned += len(b)
 		}
 	}
-	out.ContextSavings.ReturnedBytes = int64(returned)
-	return out
+	return int64(returned)
 }
 
 func errorType(res *sandbox.Result) string {

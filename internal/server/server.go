@@ -15,7 +15,9 @@ import (
 	"github.com/codecell/codecell/internal/catalog"
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/envs"
+	"github.com/codecell/codecell/internal/pii"
 	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/store"
 	"github.com/codecell/codecell/internal/upstream"
 )
 
@@ -42,6 +44,7 @@ type Options struct {
 	DataDir   string         // required: workspaces live under it
 	Upstreams Upstreams      // nil means none
 	Envs      *envs.Manager  // nil disables the env toolset; executions use the system Python
+	Store     *store.Store   // the persistent PII vault; nil keeps tokens in memory
 	// GenDir is where the generated servers package is published for the
 	// sandbox (sandbox.Options.GenDir); "" means it is not written.
 	GenDir  string
@@ -55,6 +58,7 @@ type Server struct {
 	exec    Executor
 	up      Upstreams
 	envs    *envs.Manager
+	privacy *privacy
 	tools   *toolIndex
 	policy  policy
 	dataDir string
@@ -87,6 +91,18 @@ func New(opts Options) (*Server, error) {
 	if s.up == nil {
 		s.up = noUpstreams{}
 	}
+	s.privacy = &privacy{store: opts.Store}
+	if opts.Config.PII.Mode != "off" {
+		custom := make([]pii.Custom, len(opts.Config.PII.Custom))
+		for i, c := range opts.Config.PII.Custom {
+			custom[i] = pii.Custom{Kind: c.Kind, Pattern: c.Pattern}
+		}
+		det, err := pii.New(custom)
+		if err != nil {
+			return nil, fmt.Errorf("pii.custom: %w", err)
+		}
+		s.privacy.det = det
+	}
 	if err := s.RefreshTools(); err != nil {
 		return nil, err
 	}
@@ -103,6 +119,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if slices.Contains(opts.Config.Toolsets, "analysis") {
 		s.addAnalysisTools()
+	}
+	if slices.Contains(opts.Config.Toolsets, "privacy") {
+		s.addPrivacyTools()
 	}
 	return s, nil
 }
