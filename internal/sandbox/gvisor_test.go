@@ -424,76 +424,15 @@ func TestHardened(t *testing.T) {
 	})
 }
 
-// seccompProbeHeader is the Python side of TestGVisorSeccomp, before the
-// list of probes. Each probe runs in a forked child, so that one which
-// changes the process (ptrace) or is killed cannot disturb the next, and
-// reports "ok", an errno name, a signal name or "error: what".
-const seccompProbeHeader = `
-import ctypes, errno, json, os, signal, socket, subprocess, sys, threading
-
-NR = json.loads(sys.argv[1])
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-M = (1 << 64) - 1
-
-def sc(name, *args):
-    """Make a raw system call; return 0 or the errno."""
-    ctypes.set_errno(0)
-    r = libc.syscall(ctypes.c_long(NR[name]), *[ctypes.c_ulong(a & M) for a in args])
-    return ctypes.get_errno() if r == -1 else 0
-
-def sock(*args):
-    socket.socket(*args).close()
-    return 0
-
-def fork():
-    pid = os.fork()
-    if pid == 0:
-        os._exit(7)
-    _, status = os.waitpid(pid, 0)
-    return 0 if os.waitstatus_to_exitcode(status) == 7 else "error: status %d" % status
-
-def thread():
-    out = []
-    t = threading.Thread(target=lambda: out.append(1))
-    t.start()
-    t.join()
-    return 0 if out == [1] else "error: thread did not run"
-
-def run_true():
-    return subprocess.run(["/usr/bin/true"]).returncode and "error: /usr/bin/true failed"
-
-def outcome(fn):
-    try:
-        r = fn()
-    except OSError as e:
-        r = e.errno
-    except BaseException as e:
-        return "error: %r" % e
-    if isinstance(r, str):
-        return r
-    return "ok" if r == 0 else errno.errorcode.get(r, "errno %d" % r)
-
-def probe(fn):
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(rfd)
-        os.write(wfd, outcome(fn).encode())
-        os._exit(0)
-    os.close(wfd)
-    with os.fdopen(rfd, "rb") as f:
-        out = f.read().decode()
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        return signal.Signals(os.WTERMSIG(status)).name
-    return out or "error: no result"
-`
+// seccompProbes is the Python side of TestGVisorSeccomp, before the list of
+// probes: the seccomp package's own probe helpers (see its TestBwrap), so
+// both levels are probed the same way.
+const seccompProbes = "../seccomp/testdata/probe.py"
 
 // gvisorProbe is one attempt made inside gVisor.
 type gvisorProbe struct {
 	name string
-	py   string // a Python expression for seccompProbeHeader's probe
+	py   string // a Python expression for the probe helpers of seccompProbes
 	// refused means the profile refuses the call, which must then fail with
 	// EPERM; otherwise the profile must not change gVisor's own answer.
 	refused bool
@@ -610,8 +549,12 @@ func runGVisorProbes(t *testing.T, probes []gvisorProbe, numbers map[string]int,
 	if err != nil {
 		t.Fatal(err)
 	}
+	header, err := os.ReadFile(seccompProbes)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var script strings.Builder
-	script.WriteString(seccompProbeHeader)
+	script.Write(header)
 	script.WriteString("PROBES = [\n")
 	for _, p := range probes {
 		fmt.Fprintf(&script, "    (%q, lambda: %s),\n", p.name, p.py)
