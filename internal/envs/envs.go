@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -47,7 +46,6 @@ type Options struct {
 	IndexURL     string // the package index when neither the call nor a wheelhouse names one; "" = pip's default
 	UV, Conda    string // the uv and conda binaries; "" when not installed
 	Runner       Runner
-	Logger       *slog.Logger
 }
 
 // Manager holds the environments of every namespace. It is safe for

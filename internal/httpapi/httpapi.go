@@ -38,9 +38,9 @@ func Handler(opts Options) (http.Handler, error) {
 	}
 	server := opts.Server
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{CrossOriginProtection: cop, Logger: opts.Logger})
+		&mcp.StreamableHTTPOptions{Logger: opts.Logger})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpHandler)
+	mux.Handle("/mcp", cop.Handler(mcpHandler))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")

@@ -116,7 +116,10 @@ func (m *Manager) Run(ctx context.Context, c Command) (*CommandResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox command: %w", err)
 	}
-	err = cmd.Wait()
+	// A non-zero exit is a result, not an error: the exit code says it.
+	if err := cmd.Wait(); err != nil && cmd.ProcessState == nil {
+		return nil, fmt.Errorf("wait for sandbox command: %w", err)
+	}
 	res := &CommandResult{Output: out.String(), ExitCode: cmd.ProcessState.ExitCode(), TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded)}
 	return res, nil
 }

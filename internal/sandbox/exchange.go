@@ -260,8 +260,6 @@ func (x *exchange) read(r io.Reader) bool {
 	}
 }
 
-var errClosed = errors.New("use of closed file")
-
 // exitInfo is how the code's main process ended, as far as the host knows.
 type exitInfo struct {
 	status int // exit status, when signal == 0

@@ -191,19 +191,6 @@ func (m *Manager) Warm(workspace string) {
 	m.refill(target{workspace: workspace, python: m.opts.Python})
 }
 
-// Idle reports how many warm sandboxes wait for workspace.
-func (m *Manager) Idle(workspace string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := 0
-	for tg, list := range m.idle {
-		if tg.workspace == workspace {
-			n += len(list)
-		}
-	}
-	return n
-}
-
 // Close kills every idle sandbox and waits for refills to stop.
 func (m *Manager) Close() error {
 	m.mu.Lock()
