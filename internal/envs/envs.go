@@ -52,13 +52,14 @@ type Options struct {
 // concurrent use; changes to one namespace's environment are serialized.
 type Manager struct {
 	opts  Options
-	mu    sync.Mutex             // guards locks
+	mu    sync.Mutex             // guards locks and known
 	locks map[string]*sync.Mutex // one per namespace
+	known map[string]Config      // configs read or saved, so executions do not reread the file
 }
 
 // New returns a Manager.
 func New(opts Options) *Manager {
-	return &Manager{opts: opts, locks: map[string]*sync.Mutex{}}
+	return &Manager{opts: opts, locks: map[string]*sync.Mutex{}, known: map[string]Config{}}
 }
 
 // ErrUnavailable reports an environment type whose tool is not installed.
@@ -84,6 +85,12 @@ func (m *Manager) configFile(ns string) string {
 
 // Get returns a namespace's environment: the system one unless configured.
 func (m *Manager) Get(ns string) (Config, error) {
+	m.mu.Lock()
+	c, ok := m.known[ns]
+	m.mu.Unlock()
+	if ok {
+		return c, nil
+	}
 	b, err := os.ReadFile(m.configFile(ns))
 	if errors.Is(err, os.ErrNotExist) {
 		return Config{Type: System, Python: m.opts.SystemPython}, nil
@@ -91,11 +98,17 @@ func (m *Manager) Get(ns string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("read environment: %w", err)
 	}
-	var c Config
 	if err := json.Unmarshal(b, &c); err != nil {
 		return Config{}, fmt.Errorf("read environment %s: %w", m.configFile(ns), err)
 	}
+	m.remember(ns, c)
 	return c, nil
+}
+
+func (m *Manager) remember(ns string, c Config) {
+	m.mu.Lock()
+	m.known[ns] = c
+	m.mu.Unlock()
 }
 
 // SandboxPython is what an execution with c runs: the interpreter and the
@@ -213,6 +226,7 @@ func (m *Manager) save(ns string, c Config) error {
 	if err := writeAtomic(m.configFile(ns), b); err != nil {
 		return fmt.Errorf("save environment: %w", err)
 	}
+	m.remember(ns, c)
 	return nil
 }
 

@@ -204,7 +204,7 @@ func idleGVisor(t *testing.T, m *Manager, ws string) *gvisor {
 	m.Warm(ws)
 	for deadline := time.Now().Add(2 * startTimeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		m.mu.Lock()
-		list := m.idle[target{workspace: ws, python: m.opts.Python}]
+		list := m.idle[m.defaultTarget(ws)]
 		var g *gvisor
 		if len(list) > 0 {
 			g = list[len(list)-1].(*gvisor)
@@ -242,7 +242,7 @@ func TestHardened(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		sb, err := m.startGVisor(context.Background(), target{workspace: ws, python: m.opts.Python})
+		sb, err := m.startGVisor(context.Background(), m.defaultTarget(ws))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -394,7 +394,7 @@ func TestHardened(t *testing.T) {
 		// leave its processes or state behind either.
 		for _, after := range []time.Duration{10 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond} {
 			ctx, cancel := context.WithTimeout(context.Background(), after)
-			sb, err := m.startGVisor(ctx, target{workspace: ws, python: m.opts.Python})
+			sb, err := m.startGVisor(ctx, m.defaultTarget(ws))
 			cancel()
 			if err == nil {
 				sb.kill()

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/codecell/codecell/internal/runner"
@@ -59,6 +60,9 @@ type Manager struct {
 
 	errMu   sync.Mutex
 	errTail bytes.Buffer // the last sandbox stderr, for start errors
+
+	dirMu    sync.Mutex      // guards prepared
+	prepared map[string]bool // workspaces PrepareDir has set up
 }
 
 // sandbox is one warm sandbox of any level.
@@ -135,7 +139,7 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 	if req.Timeout <= 0 {
 		req.Timeout = 30 * time.Second
 	}
-	if err := m.PrepareDir(req.Workspace); err != nil {
+	if err := m.prepareOnce(req.Workspace); err != nil {
 		res.Error = failure(ErrSandbox, "%v", err)
 		return res
 	}
@@ -150,7 +154,7 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 	if m.opts.WorkspaceQuota > 0 {
 		var stop context.CancelCauseFunc
 		ctx, stop = context.WithCancelCause(ctx)
-		watched := watchQuota(ctx, stop, req.Workspace, m.opts.WorkspaceQuota)
+		watched := m.watchQuota(ctx, stop, req.Workspace)
 		defer func() {
 			stop(nil)
 			<-watched
@@ -188,7 +192,7 @@ func (m *Manager) Warm(workspace string) {
 		m.log.Warn("warm pool", "error", err)
 		return
 	}
-	m.refill(target{workspace: workspace, python: m.opts.Python})
+	m.refill(m.defaultTarget(workspace))
 }
 
 // Close kills every idle sandbox and waits for refills to stop.
@@ -284,8 +288,11 @@ func (m *Manager) signalReturned() {
 }
 
 func (m *Manager) put(workspace target, sb sandbox) {
+	// A sandbox of a workspace that was removed meanwhile has the old
+	// directory mounted: it is of no use.
+	stale := dirID(workspace.workspace) != workspace.dir
 	m.mu.Lock()
-	if m.closed || len(m.idle[workspace]) >= max(m.opts.PoolSize, 1) {
+	if stale || m.closed || len(m.idle[workspace]) >= max(m.opts.PoolSize, 1) {
 		m.mu.Unlock()
 		sb.kill()
 		return
@@ -343,12 +350,30 @@ func (m *Manager) start(ctx context.Context, workspace target) (sandbox, error) 
 // with the host directories it needs. Warm sandboxes are pooled per target.
 type target struct {
 	workspace string
+	dir       uint64 // the workspace directory's inode: a removed and recreated workspace is another target
 	python    string
 	readOnly  string // host directories exposed read-only at their own path, NUL-separated
 }
 
+// defaultTarget is the target of a workspace with the Manager's Python.
+func (m *Manager) defaultTarget(workspace string) target {
+	return target{workspace: workspace, dir: dirID(workspace), python: m.opts.Python}
+}
+
+// dirID identifies a directory by its inode; 0 when it does not exist.
+func dirID(path string) uint64 {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
 func (m *Manager) targetOf(req *Request) target {
-	tg := target{workspace: req.Workspace, python: m.opts.Python}
+	tg := m.defaultTarget(req.Workspace)
 	if req.Python != "" {
 		tg.python = req.Python
 		tg.readOnly = strings.Join(req.ReadOnly, "\x00")
@@ -363,6 +388,48 @@ func (m *Manager) readOnlyDirs(tg target) []string {
 		dirs = append(dirs, strings.Split(tg.readOnly, "\x00")...)
 	}
 	return dirs
+}
+
+// prepareOnce is PrepareDir for a workspace, done once: later executions
+// only check that it still exists, off the execution path's syscalls.
+func (m *Manager) prepareOnce(dir string) error {
+	m.dirMu.Lock()
+	done := m.prepared[dir]
+	m.dirMu.Unlock()
+	if done {
+		if _, err := os.Stat(dir); err == nil {
+			return nil
+		}
+		// The workspace was removed: warm sandboxes still have the old
+		// directory mounted, so they go too.
+		m.dropIdle(dir)
+	}
+	if err := m.PrepareDir(dir); err != nil {
+		return err
+	}
+	m.dirMu.Lock()
+	if m.prepared == nil {
+		m.prepared = map[string]bool{}
+	}
+	m.prepared[dir] = true
+	m.dirMu.Unlock()
+	return nil
+}
+
+// dropIdle kills the idle sandboxes of a workspace.
+func (m *Manager) dropIdle(workspace string) {
+	m.mu.Lock()
+	var drop []sandbox
+	for tg, list := range m.idle {
+		if tg.workspace == workspace {
+			drop = append(drop, list...)
+			delete(m.idle, tg)
+		}
+	}
+	m.mu.Unlock()
+	for _, sb := range drop {
+		sb.kill()
+	}
 }
 
 // PrepareDir makes sure a directory a sandbox writes (a workspace, an

@@ -45,9 +45,10 @@ func usage(dir string) int64 {
 	return total
 }
 
-// watchQuota cancels ctx (with errQuota) once the workspace passes quota,
-// until ctx ends. The caller waits for the returned channel.
-func watchQuota(ctx context.Context, cancel context.CancelCauseFunc, dir string, quota int64) <-chan struct{} {
+// watchQuota cancels ctx (with errQuota) once the workspace passes the
+// quota, until ctx ends. The caller waits for the returned channel.
+func (m *Manager) watchQuota(ctx context.Context, cancel context.CancelCauseFunc, dir string) <-chan struct{} {
+	quota := m.opts.WorkspaceQuota
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -106,3 +106,17 @@ func TestBasics(t *testing.T) {
 func equalJSON(a, b any) bool {
 	return strings.TrimSpace(toJSON(a)) == strings.TrimSpace(toJSON(b))
 }
+
+// TestWorkspaceRecreated: a workspace is set up once, and set up again when
+// it disappears between executions.
+func TestWorkspaceRecreated(t *testing.T) {
+	m, ws := newTestManager(t, Production, Limits{}, 1)
+	for i := 0; i < 2; i++ {
+		if r := exec1(t, m, ws, "open('f', 'w').write('x')", 20*time.Second); !r.OK {
+			t.Fatalf("execution %d: %+v", i, r.Error)
+		}
+		if err := os.RemoveAll(ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
