@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,5 +214,35 @@ func TestBackoff(t *testing.T) {
 		if got := backoff(tt.failures); got != tt.want {
 			t.Errorf("backoff(%d) = %s, want %s", tt.failures, got, tt.want)
 		}
+	}
+}
+
+// TestHTTPHeaders: the configured headers reach a remote server on every
+// request.
+func TestHTTPHeaders(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "h", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "noop", Description: "Nothing."}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+	})
+	var seen atomic.Int32
+	var missing atomic.Int32
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer s3cret" {
+			seen.Add(1)
+		} else {
+			missing.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	// Closed after the manager (clean-ups run last first): Close waits for
+	// the client's open stream.
+	t.Cleanup(ts.Close)
+	m := newManager(t, map[string]config.Server{"h": {URL: ts.URL, Headers: map[string]string{"Authorization": "Bearer s3cret"}}}, nil)
+	if _, err := call(t, m, "h", "noop", `{}`); err != nil {
+		t.Fatal(err)
+	}
+	if seen.Load() < 2 || missing.Load() != 0 {
+		t.Fatalf("%d requests with the header, %d without", seen.Load(), missing.Load())
 	}
 }
