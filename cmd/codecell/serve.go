@@ -35,10 +35,13 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return err
 		}
-		// Tokens arrive with namespaces; until then every non-loopback
-		// listener is unauthenticated and needs the explicit flag.
-		if !loopback && !*insecure {
-			return fmt.Errorf("refusing to serve %s without authentication: it is not a loopback address; listen on 127.0.0.1, or pass --insecure-no-auth if the network is trusted", *addr)
+		cfg, _, err := g.loadConfig()
+		if err != nil {
+			return err
+		}
+		if !loopback && len(cfg.HTTP.Tokens) == 0 && !*insecure {
+			return fmt.Errorf("refusing to serve %s without authentication: it is not a loopback address and http.tokens is empty; "+
+				"set http.tokens in the config, listen on 127.0.0.1, or pass --insecure-no-auth if the network is trusted", *addr)
 		}
 	}
 	a, err := g.newApp(ctx, nil)
@@ -59,7 +62,8 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 }
 
 func serveHTTP(ctx context.Context, a *app, addr string) error {
-	h, err := httpapi.Handler(httpapi.Options{Server: a.server.MCP(), AllowedOrigins: a.cfg.HTTP.AllowedOrigins, Logger: a.log})
+	h, err := httpapi.Handler(httpapi.Options{Server: a.server.MCP(), AllowedOrigins: a.cfg.HTTP.AllowedOrigins,
+		Tokens: a.cfg.HTTP.Tokens, Logger: a.log})
 	if err != nil {
 		return err
 	}

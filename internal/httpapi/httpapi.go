@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,7 +21,11 @@ type Options struct {
 	// call /mcp besides same-origin requests. Requests without an Origin
 	// header (non-browser clients) are always allowed.
 	AllowedOrigins []string
-	Logger         *slog.Logger // nil means silent
+	// Tokens maps bearer tokens to namespaces. When it is not empty every
+	// route but /healthz needs a valid token, and the request acts in the
+	// token's namespace.
+	Tokens map[string]string
+	Logger *slog.Logger // nil means silent
 }
 
 // Handler returns the HTTP routes.
@@ -39,13 +46,42 @@ func Handler(opts Options) (http.Handler, error) {
 	server := opts.Server
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{Logger: opts.Logger})
+	// Everything but /healthz sits behind the token check.
+	private := http.NewServeMux()
+	private.Handle("/mcp", mcpHandler)
+	var guarded http.Handler = private
+	if len(opts.Tokens) > 0 {
+		guarded = auth.RequireBearerToken(tokenVerifier(opts.Tokens), &auth.RequireBearerTokenOptions{
+			// codecell's tokens are static secrets from the config.
+			AllowMissingExpiration: true,
+		})(private)
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", cop.Handler(mcpHandler))
+	mux.Handle("/", cop.Handler(guarded))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
 	return mux, nil
+}
+
+// tokenVerifier checks a bearer token against the configured ones. Tokens
+// are compared as SHA-256 digests, so the lookup's timing does not depend on
+// how much of a guess matches a real token. The namespace travels as the
+// token's UserID: tools read it from there, and the SDK refuses an MCP
+// session to a request whose token maps to another namespace.
+func tokenVerifier(tokens map[string]string) auth.TokenVerifier {
+	byDigest := make(map[[sha256.Size]byte]string, len(tokens))
+	for tok, ns := range tokens {
+		byDigest[sha256.Sum256([]byte(tok))] = ns
+	}
+	return func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		ns, ok := byDigest[sha256.Sum256([]byte(token))]
+		if !ok {
+			return nil, fmt.Errorf("%w: unknown bearer token", auth.ErrInvalidToken)
+		}
+		return &auth.TokenInfo{UserID: ns}, nil
+	}
 }
 
 // IsLoopback reports whether a listen address binds only loopback

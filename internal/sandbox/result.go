@@ -24,7 +24,10 @@ type Request struct {
 	Code      string         // Python source
 	Context   map[string]any // JSON values bound as globals before the code runs
 	Args      []string       // sys.argv[1:]
-	Timeout   time.Duration  // wall clock for the whole execution; zero means 30s
+	// Filename names the code in tracebacks and sys.argv[0] (a workspace
+	// code file's path); "" means "<cell>".
+	Filename string
+	Timeout  time.Duration // wall clock for the whole execution; zero means 30s
 	// Python is the interpreter to run, e.g. a venv's bin/python; "" means
 	// the Manager's. ReadOnly are host directories it needs (the venv),
 	// shown read-only at their own paths; only used with Python.

@@ -82,7 +82,7 @@ func (s *Server) executeAnalysis(ctx context.Context, req *mcp.CallToolRequest, 
 	case hasData:
 		rows, err = inlineRows(args.Data, dataField)
 	case in.Source != "":
-		rows, err = s.sourceRows(in.Source, dataField)
+		rows, err = s.sourceRows(namespaceOf(req), in.Source, dataField)
 	default:
 		return nil, ExecuteAnalysisOutput{}, fieldError("data", "give the rows as data, or a workspace file as source")
 	}
@@ -95,14 +95,14 @@ func (s *Server) executeAnalysis(ctx context.Context, req *mcp.CallToolRequest, 
 	// Rows from a workspace file reach the model with their personal data
 	// as tokens, like everything else codecell returns.
 	if s.privacy.det != nil {
-		if out.Result, err = s.privacy.jsonValue(ctx, DefaultNamespace, res.Result); err == nil {
-			text, err = s.privacy.text(ctx, DefaultNamespace, text)
+		if out.Result, err = s.privacy.jsonValue(ctx, namespaceOf(req), res.Result); err == nil {
+			text, err = s.privacy.text(ctx, namespaceOf(req), text)
 		}
 		if err != nil {
 			return nil, ExecuteAnalysisOutput{}, fmt.Errorf("tokenize personal data: %w", err)
 		}
 	}
-	s.log.Info("analysis", "namespace", DefaultNamespace, "analysis_type", in.AnalysisType,
+	s.log.Info("analysis", "namespace", namespaceOf(req), "analysis_type", in.AnalysisType,
 		"rows_in", res.RowsIn, "rows_out", res.RowsOut)
 	return textResult(text), out, nil
 }
@@ -161,7 +161,7 @@ func inlineRows(data json.RawMessage, dataField string) ([]map[string]any, error
 // open can reach a file outside it. It does not protect against hard links
 // or bind mounts placed inside the workspace by the host. The open does not
 // block on a FIFO, and only regular files are read.
-func (s *Server) sourceRows(name, dataField string) ([]map[string]any, error) {
+func (s *Server) sourceRows(ns, name, dataField string) ([]map[string]any, error) {
 	if filepath.IsAbs(name) || strings.HasPrefix(name, "/") || strings.HasPrefix(name, `\`) {
 		return nil, fieldError("source", "%q is absolute; give a path relative to the workspace", name)
 	}
@@ -172,7 +172,7 @@ func (s *Server) sourceRows(name, dataField string) ([]map[string]any, error) {
 	if err != nil {
 		return nil, fieldError("source", "%v", err)
 	}
-	root, err := os.OpenRoot(s.Workspace(DefaultNamespace))
+	root, err := os.OpenRoot(s.Workspace(ns))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fieldError("source", "%q does not exist in the workspace", name)
 	}

@@ -18,7 +18,8 @@ import (
 // (with policy), and tool search. It records the tool calls for the
 // execution's result.
 type execCalls struct {
-	s *Server
+	s  *Server
+	ns string // the namespace whose vault restores arguments
 
 	mu          sync.Mutex // guards the fields below
 	calls       []ToolCall
@@ -97,7 +98,7 @@ func (e *execCalls) callTool(ctx context.Context, p toolCallParams) (any, error)
 	}
 	// Tokens the model wrote into the code become the real values again,
 	// host-side, on their way to the tool.
-	args, err := e.s.privacy.arguments(ctx, DefaultNamespace, p.Arguments)
+	args, err := e.s.privacy.arguments(ctx, e.ns, p.Arguments)
 	if err != nil {
 		record(false, 0)
 		return nil, &sandbox.CallError{Kind: "ValueError", Message: "arguments: " + err.Error()}

@@ -54,8 +54,8 @@ func (s *Server) addEnvTools() {
 		Name:        "configure_environment",
 		Title:       "Choose the Python environment",
 		Description: "Choose the Python environment execute_code runs in: system, venv, uv or conda. Without a path, a venv or uv environment is created and managed by codecell. The choice persists.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ConfigureEnvironmentInput) (*mcp.CallToolResult, envs.Config, error) {
-		c, err := s.envs.Configure(ctx, DefaultNamespace, in.Type, in.Path, in.Name)
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in ConfigureEnvironmentInput) (*mcp.CallToolResult, envs.Config, error) {
+		c, err := s.envs.Configure(ctx, namespaceOf(req), in.Type, in.Path, in.Name)
 		if err != nil {
 			return nil, envs.Config{}, err
 		}
@@ -65,8 +65,8 @@ func (s *Server) addEnvTools() {
 		Name:        "get_environment_config",
 		Title:       "Show the Python environment",
 		Description: "The Python environment execute_code runs in.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, envs.Config, error) {
-		c, err := s.envs.Get(DefaultNamespace)
+	}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, envs.Config, error) {
+		c, err := s.envs.Get(namespaceOf(req))
 		if err != nil {
 			return nil, envs.Config{}, err
 		}
@@ -76,15 +76,16 @@ func (s *Server) addEnvTools() {
 		Name:        "install_dependencies",
 		Title:       "Install Python packages",
 		Description: "Install packages into the namespace's environment (configure a venv first), from the configured index or wheelhouse. Each entry is a PEP 508 requirement; the result says per package what happened.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in InstallDependenciesInput) (*mcp.CallToolResult, InstallDependenciesOutput, error) {
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in InstallDependenciesInput) (*mcp.CallToolResult, InstallDependenciesOutput, error) {
 		if len(in.Packages) == 0 || len(in.Packages) > 50 {
 			return nil, InstallDependenciesOutput{}, fieldError("packages", "give 1 to 50 requirements")
 		}
-		results, err := s.envs.Install(ctx, DefaultNamespace, in.Packages, in.IndexURL)
+		ns := namespaceOf(req)
+		results, err := s.envs.Install(ctx, ns, in.Packages, in.IndexURL)
 		if err != nil {
 			return nil, InstallDependenciesOutput{}, err
 		}
-		c, _ := s.envs.Get(DefaultNamespace)
+		c, _ := s.envs.Get(ns)
 		out := InstallDependenciesOutput{Environment: c, Results: results, Installed: []PackageState{}}
 		var names []string
 		for _, r := range results {
@@ -94,7 +95,7 @@ func (s *Server) addEnvTools() {
 			}
 		}
 		if len(names) > 0 {
-			if out.Installed, err = s.checkPackages(ctx, names); err != nil {
+			if out.Installed, err = s.checkPackages(ctx, ns, names); err != nil {
 				return nil, InstallDependenciesOutput{}, err
 			}
 		}
@@ -119,7 +120,7 @@ func (s *Server) addEnvTools() {
 		Name:        "check_installed_packages",
 		Title:       "Check installed Python packages",
 		Description: "The installed version of each package in the namespace's environment, or that it is missing.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in CheckPackagesInput) (*mcp.CallToolResult, CheckPackagesOutput, error) {
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in CheckPackagesInput) (*mcp.CallToolResult, CheckPackagesOutput, error) {
 		if len(in.Packages) == 0 || len(in.Packages) > 200 {
 			return nil, CheckPackagesOutput{}, fieldError("packages", "give 1 to 200 names")
 		}
@@ -128,7 +129,7 @@ func (s *Server) addEnvTools() {
 				return nil, CheckPackagesOutput{}, fieldError("packages", "%q is not a package name", p)
 			}
 		}
-		states, err := s.checkPackages(ctx, in.Packages)
+		states, err := s.checkPackages(ctx, namespaceOf(req), in.Packages)
 		if err != nil {
 			return nil, CheckPackagesOutput{}, err
 		}
@@ -156,14 +157,14 @@ for n in names:
         result[n] = None
 `
 
-func (s *Server) checkPackages(ctx context.Context, names []string) ([]PackageState, error) {
+func (s *Server) checkPackages(ctx context.Context, ns string, names []string) ([]PackageState, error) {
 	req := sandbox.Request{
-		Workspace: s.Workspace(DefaultNamespace),
+		Workspace: s.Workspace(ns),
 		Code:      checkPackageCode,
 		Context:   map[string]any{"names": names},
 		Timeout:   30 * time.Second,
 	}
-	if err := s.withEnvironment(&req); err != nil {
+	if err := s.withEnvironment(ns, &req); err != nil {
 		return nil, err
 	}
 	res := s.exec.Exec(ctx, req)
@@ -182,11 +183,11 @@ func (s *Server) checkPackages(ctx context.Context, names []string) ([]PackageSt
 }
 
 // withEnvironment points an execution at the namespace's environment.
-func (s *Server) withEnvironment(req *sandbox.Request) error {
+func (s *Server) withEnvironment(ns string, req *sandbox.Request) error {
 	if s.envs == nil {
 		return nil
 	}
-	c, err := s.envs.Get(DefaultNamespace)
+	c, err := s.envs.Get(ns)
 	if err != nil {
 		return err
 	}

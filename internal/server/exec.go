@@ -74,16 +74,42 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
-	calls := &execCalls{s: s}
+	return s.runCode(ctx, job{
+		Namespace: namespaceOf(req),
+		Code:      in.Code,
+		Context:   in.Context,
+		SessionID: in.SessionID,
+		Timeout:   timeout,
+	})
+}
+
+// job is one execution as the tools that run code (execute_code,
+// execute_code_file) ask for it, after their arguments were checked.
+type job struct {
+	Namespace string
+	Code      string
+	Context   map[string]any
+	Args      []string // sys.argv[1:]
+	Filename  string   // the code file's workspace path, for tracebacks and sys.argv[0]; "" for a cell
+	SessionID string   // "" runs in a fresh process
+	Timeout   time.Duration
+}
+
+// runCode is the one path every execution takes: it runs the code, then
+// tokenizes personal data in what goes back to the model.
+func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, ExecuteCodeOutput, error) {
+	calls := &execCalls{s: s, ns: j.Namespace}
 	sreq := sandbox.Request{
-		Workspace:    s.Workspace(DefaultNamespace),
-		Code:         in.Code,
-		Context:      in.Context,
-		Timeout:      timeout,
+		Workspace:    s.Workspace(j.Namespace),
+		Code:         j.Code,
+		Context:      j.Context,
+		Args:         j.Args,
+		Filename:     j.Filename,
+		Timeout:      j.Timeout,
 		Calls:        calls,
 		MaxToolCalls: s.cfg.Sandbox.MaxToolCalls,
 	}
-	if err := s.withEnvironment(&sreq); err != nil {
+	if err := s.withEnvironment(j.Namespace, &sreq); err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
 	res := s.exec.Exec(ctx, sreq)
@@ -92,11 +118,11 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	out.ToolCalls.Count = len(out.ToolCalls.Calls)
 	// Personal data the code printed or returned reaches the model only as
 	// tokens; the bytes returned are counted after that.
-	if err := s.privacy.output(ctx, DefaultNamespace, &out); err != nil {
+	if err := s.privacy.output(ctx, j.Namespace, &out); err != nil {
 		return nil, ExecuteCodeOutput{}, fmt.Errorf("tokenize personal data: %w", err)
 	}
 	out.ContextSavings.ReturnedBytes = returnedBytes(out)
-	s.log.Info("execution", "namespace", DefaultNamespace, "ok", out.OK, "error_type", errorType(res),
+	s.log.Info("execution", "namespace", j.Namespace, "ok", out.OK, "error_type", errorType(res),
 		"duration_ms", out.DurationMS, "isolation", out.Isolation)
 	return &mcp.CallToolResult{
 		IsError: !out.OK,

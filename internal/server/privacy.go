@@ -181,7 +181,7 @@ func (s *Server) addPrivacyTools() {
 		Name:        "sanitize_pii",
 		Title:       "Replace personal data by tokens",
 		Description: "Replace emails, phone numbers, card numbers, IBANs, SSNs, IP addresses and secrets in a text by stable tokens such as [EMAIL_1].",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in SanitizeInput) (*mcp.CallToolResult, SanitizeOutput, error) {
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in SanitizeInput) (*mcp.CallToolResult, SanitizeOutput, error) {
 		det := s.privacy.det
 		if det == nil {
 			var err error
@@ -189,7 +189,7 @@ func (s *Server) addPrivacyTools() {
 				return nil, SanitizeOutput{}, err
 			}
 		}
-		text, counts, err := det.Tokenize(in.Text, s.privacy.vault(ctx, DefaultNamespace))
+		text, counts, err := det.Tokenize(in.Text, s.privacy.vault(ctx, namespaceOf(req)))
 		if err != nil {
 			return nil, SanitizeOutput{}, err
 		}
@@ -207,8 +207,8 @@ func (s *Server) addPrivacyTools() {
 		Name:        "restore_pii",
 		Title:       "Restore tokenized personal data",
 		Description: "Replace the tokens of this namespace in a text by the original values.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RestoreInput) (*mcp.CallToolResult, RestoreOutput, error) {
-		text, err := pii.Restore(in.Text, s.privacy.vault(ctx, DefaultNamespace))
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in RestoreInput) (*mcp.CallToolResult, RestoreOutput, error) {
+		text, err := pii.Restore(in.Text, s.privacy.vault(ctx, namespaceOf(req)))
 		if err != nil {
 			return nil, RestoreOutput{}, err
 		}

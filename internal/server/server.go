@@ -165,3 +165,15 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func fieldError(field, format string, args ...any) error {
 	return fmt.Errorf("invalid argument %s: %s", field, fmt.Sprintf(format, args...))
 }
+
+// namespaceOf is the namespace a request acts in: the one its HTTP bearer
+// token maps to (the token verifier puts it in UserID), else the default.
+// Every tool that touches state (workspace, skills, sessions, environment,
+// vault, log) must use it, so that one token's caller never reaches
+// another's.
+func namespaceOf(req *mcp.CallToolRequest) string {
+	if req != nil && req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
+		return req.Extra.TokenInfo.UserID
+	}
+	return DefaultNamespace
+}
