@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -20,11 +21,17 @@ type Execution struct {
 	ErrorType     string // empty means the execution succeeded
 	ErrorMessage  string
 	Duration      time.Duration // stored in whole milliseconds
-	// ToolCalls is a JSON array describing the tool calls made; its shape
-	// belongs to the caller. Nil is stored as [].
+	// ToolCalls is a JSON array describing the tool calls made, one object
+	// each; ExecutionStats reads their "name" (a string) and "ok" (a bool)
+	// and leaves other fields to the caller. Nil is stored as [].
 	ToolCalls json.RawMessage
 	Isolation string
-	CreatedAt time.Time // zero means now
+	// ToolResultBytes and ReturnedBytes are the execution's context
+	// savings: bytes of tool results that stayed in the sandbox, and bytes
+	// returned to the model.
+	ToolResultBytes int64
+	ReturnedBytes   int64
+	CreatedAt       time.Time // zero means now
 }
 
 // Failed reports whether the execution ended in an error.
@@ -39,7 +46,30 @@ type Stats struct {
 	// Latency percentiles by nearest rank over all executions counted;
 	// zero when there are none.
 	P50, P95, P99 time.Duration
+
+	// ToolCalls counts the elements of the executions' tool-call arrays
+	// and ToolCallErrors those whose "ok" is not true.
+	ToolCalls      int
+	ToolCallErrors int
+	// TopTools are the most called tools by their "name", most calls first
+	// (ties by name), at most TopToolsLimit; never nil. Calls without a
+	// string name count in ToolCalls only.
+	TopTools []ToolStat
+
+	// ToolResultBytes and ReturnedBytes are the sums of the executions'.
+	ToolResultBytes int64
+	ReturnedBytes   int64
 }
+
+// ToolStat counts the calls of one tool.
+type ToolStat struct {
+	Name   string
+	Calls  int
+	Errors int // calls whose "ok" is not true
+}
+
+// TopToolsLimit is how many tools Stats.TopTools lists at most.
+const TopToolsLimit = 10
 
 // Page sizes for ListExecutions.
 const (
@@ -65,10 +95,12 @@ func (s *Store) RecordExecution(ctx context.Context, e Execution) (int64, error)
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO executions
 		(namespace, session_id, code, stdout_excerpt, stderr_excerpt, result_excerpt,
-		 error_type, error_message, duration_ms, tool_calls, isolation, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		 error_type, error_message, duration_ms, tool_calls, isolation, tool_result_bytes,
+		 returned_bytes, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.Namespace, e.SessionID, e.Code, e.StdoutExcerpt, e.StderrExcerpt, e.ResultExcerpt,
-		e.ErrorType, e.ErrorMessage, e.Duration.Milliseconds(), calls, e.Isolation, nanos(created))
+		e.ErrorType, e.ErrorMessage, e.Duration.Milliseconds(), calls, e.Isolation,
+		e.ToolResultBytes, e.ReturnedBytes, nanos(created))
 	if err != nil {
 		return 0, fmt.Errorf("record execution: %w", err)
 	}
@@ -93,7 +125,7 @@ func (s *Store) ListExecutions(ctx context.Context, namespace string, before int
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, namespace, session_id, code, stdout_excerpt,
 		stderr_excerpt, result_excerpt, error_type, error_message, duration_ms, tool_calls,
-		isolation, created_at
+		isolation, tool_result_bytes, returned_bytes, created_at
 		FROM executions WHERE namespace = ? AND id < ? ORDER BY id DESC LIMIT ?`,
 		namespace, before, limit)
 	if err != nil {
@@ -107,7 +139,7 @@ func (s *Store) ListExecutions(ctx context.Context, namespace string, before int
 		var calls string
 		if err := rows.Scan(&e.ID, &e.Namespace, &e.SessionID, &e.Code, &e.StdoutExcerpt,
 			&e.StderrExcerpt, &e.ResultExcerpt, &e.ErrorType, &e.ErrorMessage, &ms, &calls,
-			&e.Isolation, &created); err != nil {
+			&e.Isolation, &e.ToolResultBytes, &e.ReturnedBytes, &created); err != nil {
 			return nil, fmt.Errorf("list executions: %w", err)
 		}
 		e.Duration = time.Duration(ms) * time.Millisecond
@@ -122,17 +154,25 @@ func (s *Store) ListExecutions(ctx context.Context, namespace string, before int
 }
 
 // ExecutionStats summarises the executions of namespace created at or after
-// since (the zero time means all). Percentiles are computed here rather
-// than in SQL, which has no percentile function; the durations are read in
-// one pass (8 bytes a row).
+// since (the zero time means all). Both of its queries read one snapshot
+// (a read transaction under WAL), so the counts agree with each other.
+// Percentiles are computed here rather than in SQL, which has no percentile
+// function; the durations are read in one pass (8 bytes a row). Tool calls
+// are aggregated in SQL (json_each), one row per distinct tool.
 func (s *Store) ExecutionStats(ctx context.Context, namespace string, since time.Time) (Stats, error) {
-	st := Stats{ByErrorType: map[string]int{}}
+	st := Stats{ByErrorType: map[string]int{}, TopTools: []ToolStat{}}
 	var from int64 = -1 << 63
 	if !since.IsZero() {
 		from = nanos(since)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT error_type, duration_ms FROM executions
-		WHERE namespace = ? AND created_at >= ?`, namespace, from)
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return st, fmt.Errorf("execution stats: %w", err)
+	}
+	defer tx.Rollback()
+
+	rows, err := tx.QueryContext(ctx, `SELECT error_type, duration_ms, tool_result_bytes, returned_bytes
+		FROM executions WHERE namespace = ? AND created_at >= ?`, namespace, from)
 	if err != nil {
 		return st, fmt.Errorf("execution stats: %w", err)
 	}
@@ -140,8 +180,8 @@ func (s *Store) ExecutionStats(ctx context.Context, namespace string, since time
 	var durs []int64
 	for rows.Next() {
 		var et string
-		var ms int64
-		if err := rows.Scan(&et, &ms); err != nil {
+		var ms, kept, returned int64
+		if err := rows.Scan(&et, &ms, &kept, &returned); err != nil {
 			return st, fmt.Errorf("execution stats: %w", err)
 		}
 		st.Total++
@@ -151,15 +191,60 @@ func (s *Store) ExecutionStats(ctx context.Context, namespace string, since time
 			st.Failed++
 			st.ByErrorType[et]++
 		}
+		st.ToolResultBytes += kept
+		st.ReturnedBytes += returned
 		durs = append(durs, ms)
 	}
 	if err := rows.Err(); err != nil {
 		return st, fmt.Errorf("execution stats: %w", err)
 	}
+	rows.Close()
 	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
 	st.P50 = percentile(durs, 50)
 	st.P95 = percentile(durs, 95)
 	st.P99 = percentile(durs, 99)
+
+	// json_each gives a string element's value unquoted, which
+	// json_extract cannot parse: only objects are looked into, through CASE
+	// (SQLite's OR and AND do not short-circuit). A JSON true is extracted
+	// as the integer 1.
+	rows, err = tx.QueryContext(ctx, `SELECT
+		CASE WHEN c.type = 'object' THEN json_extract(c.value, '$.name') END AS name,
+		COUNT(*),
+		SUM(CASE WHEN c.type != 'object' THEN 1 WHEN json_extract(c.value, '$.ok') IS 1 THEN 0 ELSE 1 END)
+		FROM executions AS e, json_each(e.tool_calls) AS c
+		WHERE e.namespace = ? AND e.created_at >= ? AND json_type(e.tool_calls) = 'array'
+		GROUP BY name`, namespace, from)
+	if err != nil {
+		return st, fmt.Errorf("execution stats: tool calls: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name any
+		var t ToolStat
+		if err := rows.Scan(&name, &t.Calls, &t.Errors); err != nil {
+			return st, fmt.Errorf("execution stats: tool calls: %w", err)
+		}
+		st.ToolCalls += t.Calls
+		st.ToolCallErrors += t.Errors
+		if n, ok := name.(string); ok {
+			t.Name = n
+			st.TopTools = append(st.TopTools, t)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("execution stats: tool calls: %w", err)
+	}
+	sort.Slice(st.TopTools, func(i, j int) bool {
+		a, b := st.TopTools[i], st.TopTools[j]
+		if a.Calls != b.Calls {
+			return a.Calls > b.Calls
+		}
+		return a.Name < b.Name
+	})
+	if len(st.TopTools) > TopToolsLimit {
+		st.TopTools = st.TopTools[:TopToolsLimit]
+	}
 	return st, nil
 }
 

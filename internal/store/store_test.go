@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -124,8 +125,12 @@ func TestExecutions(t *testing.T) {
 		e := Execution{
 			Namespace: "a", SessionID: "s1", Code: fmt.Sprint("print(", i, ")"),
 			StdoutExcerpt: "out", Duration: time.Duration(i+1) * 10 * time.Millisecond,
-			ToolCalls: json.RawMessage(`[{"tool":"gh.search"}]`), Isolation: "namespaces",
+			ToolCalls: json.RawMessage(`[{"name":"gh.search","ok":true,"duration_ms":1.5}]`), Isolation: "namespaces",
+			ToolResultBytes: int64(100 * i), ReturnedBytes: int64(i),
 			CreatedAt: base.Add(time.Duration(i) * time.Minute),
+		}
+		if i >= 7 { // and a second tool, failing once
+			e.ToolCalls = json.RawMessage(fmt.Sprintf(`[{"name":"gh.search","ok":true},{"name":"sheets.read","ok":%v},{"ok":false}]`, i != 8))
 		}
 		if i%3 == 0 {
 			e.ErrorType, e.ErrorMessage = "ValueError", "bad"
@@ -179,7 +184,8 @@ func TestExecutions(t *testing.T) {
 		e := page[0]
 		if e.Namespace != "a" || e.SessionID != "s1" || e.Code != "print(9)" || e.StdoutExcerpt != "out" ||
 			e.ErrorType != "ValueError" || e.ErrorMessage != "bad" || e.Duration != 100*time.Millisecond ||
-			string(e.ToolCalls) != `[{"tool":"gh.search"}]` || e.Isolation != "namespaces" ||
+			string(e.ToolCalls) != `[{"name":"gh.search","ok":true},{"name":"sheets.read","ok":true},{"ok":false}]` ||
+			e.Isolation != "namespaces" || e.ToolResultBytes != 900 || e.ReturnedBytes != 9 ||
 			!e.CreatedAt.Equal(base.Add(9*time.Minute)) {
 			t.Errorf("round trip: %+v", e)
 		}
@@ -200,20 +206,31 @@ func TestExecutions(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Failures at i = 0, 3, 6, 9 (ValueError) and 4 (Timeout).
+		// Tool calls: gh.search once in each of the 10; at i = 7, 8, 9 also
+		// sheets.read (failing at 8) and a nameless failing call.
 		want := Stats{Total: 10, OK: 5, Failed: 5, ByErrorType: map[string]int{"ValueError": 4, "Timeout": 1},
-			P50: 50 * time.Millisecond, P95: 100 * time.Millisecond, P99: 100 * time.Millisecond}
-		if fmt.Sprint(st) != fmt.Sprint(want) {
+			P50: 50 * time.Millisecond, P95: 100 * time.Millisecond, P99: 100 * time.Millisecond,
+			ToolCalls: 16, ToolCallErrors: 4,
+			TopTools:        []ToolStat{{Name: "gh.search", Calls: 10}, {Name: "sheets.read", Calls: 3, Errors: 1}},
+			ToolResultBytes: 4500, ReturnedBytes: 45}
+		if !reflect.DeepEqual(st, want) {
 			t.Errorf("stats = %+v, want %+v", st, want)
 		}
 		st, err = s.ExecutionStats(ctx, "a", base.Add(5*time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Total != 5 || st.Failed != 2 || st.P50 != 80*time.Millisecond {
-			t.Errorf("stats since: %+v", st)
+		want = Stats{Total: 5, OK: 3, Failed: 2, ByErrorType: map[string]int{"ValueError": 2},
+			P50: 80 * time.Millisecond, P95: 100 * time.Millisecond, P99: 100 * time.Millisecond,
+			ToolCalls: 11, ToolCallErrors: 4,
+			TopTools:        []ToolStat{{Name: "gh.search", Calls: 5}, {Name: "sheets.read", Calls: 3, Errors: 1}},
+			ToolResultBytes: 3500, ReturnedBytes: 35}
+		if !reflect.DeepEqual(st, want) {
+			t.Errorf("stats since: %+v, want %+v", st, want)
 		}
 		st, err = s.ExecutionStats(ctx, "empty", time.Time{})
-		if err != nil || st.Total != 0 || st.P99 != 0 || st.ByErrorType == nil {
+		want = Stats{ByErrorType: map[string]int{}, TopTools: []ToolStat{}}
+		if err != nil || !reflect.DeepEqual(st, want) {
 			t.Errorf("empty stats: %+v, %v", st, err)
 		}
 	})
