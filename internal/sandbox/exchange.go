@@ -18,7 +18,11 @@ type execFrame struct {
 	Code    string         `json:"code"`
 	Context map[string]any `json:"context,omitempty"`
 	Args    []string       `json:"args,omitempty"`
-	Limits  runnerLimits   `json:"limits"`
+	// Filename names the code in tracebacks and sys.argv[0]; "" is "<cell>".
+	Filename string `json:"filename,omitempty"`
+	// Session keeps the process, and its globals, for the next exec frame.
+	Session bool         `json:"session,omitempty"`
+	Limits  runnerLimits `json:"limits"`
 }
 
 // outputFrame carries a piece of stdout or stderr.
@@ -153,6 +157,13 @@ func (x *exchange) reply(id int64, result any, err error) {
 
 // wait waits for the calls in flight; the caller has ended their context.
 func (x *exchange) wait() { x.inflight.Wait() }
+
+// hasResult reports whether the result frame has arrived.
+func (x *exchange) hasResult() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.result != nil
+}
 
 // setFault records the first fault and reports true.
 func (x *exchange) setFault(e *ExecError) bool {

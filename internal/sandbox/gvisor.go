@@ -359,7 +359,7 @@ func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result,
 	exchanged := make(chan bool, 1)
 	go func() {
 		exchanged <- x.run(g.out, g.in, execFrame{
-			Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args,
+			Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args, Filename: req.Filename,
 			Limits: lim.forRunner(Hardened),
 		})
 	}()

@@ -136,30 +136,11 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 	start := time.Now()
 	res := &Result{Isolation: m.opts.Level}
 	defer func() { res.Duration = time.Since(start) }()
-	if req.Timeout <= 0 {
-		req.Timeout = 30 * time.Second
-	}
-	if err := m.prepareOnce(req.Workspace); err != nil {
-		res.Error = failure(ErrSandbox, "%v", err)
+	ctx, end, ok := m.begin(ctx, &req, res)
+	if !ok {
 		return res
 	}
-	if m.opts.WorkspaceQuota > 0 {
-		if used := usage(req.Workspace); used > m.opts.WorkspaceQuota {
-			res.Error = failure(ErrKilled, "%v", &QuotaError{Used: used, Quota: m.opts.WorkspaceQuota})
-			return res
-		}
-	}
-	ctx, cancel := context.WithTimeoutCause(ctx, req.Timeout, errTimeout)
-	defer cancel()
-	if m.opts.WorkspaceQuota > 0 {
-		var stop context.CancelCauseFunc
-		ctx, stop = context.WithCancelCause(ctx)
-		watched := m.watchQuota(ctx, stop, req.Workspace)
-		defer func() {
-			stop(nil)
-			<-watched
-		}()
-	}
+	defer end()
 
 	tg := m.targetOf(&req)
 	sb, err := m.get(ctx, tg)
@@ -184,6 +165,37 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 		m.refill(tg)
 	})
 	return res
+}
+
+// begin does what every execution needs before it runs: the workspace is
+// there, under its quota, and ctx carries the timeout and the quota
+// watcher. When it reports false it has set res.Error. Otherwise the caller
+// runs the execution with the returned context and then calls end.
+func (m *Manager) begin(ctx context.Context, req *Request, res *Result) (context.Context, func(), bool) {
+	if req.Timeout <= 0 {
+		req.Timeout = 30 * time.Second
+	}
+	if err := m.prepareOnce(req.Workspace); err != nil {
+		res.Error = failure(ErrSandbox, "%v", err)
+		return nil, nil, false
+	}
+	if m.opts.WorkspaceQuota > 0 {
+		if used := usage(req.Workspace); used > m.opts.WorkspaceQuota {
+			res.Error = failure(ErrKilled, "%v", &QuotaError{Used: used, Quota: m.opts.WorkspaceQuota})
+			return nil, nil, false
+		}
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, req.Timeout, errTimeout)
+	if m.opts.WorkspaceQuota == 0 {
+		return ctx, cancel, true
+	}
+	ctx, stop := context.WithCancelCause(ctx)
+	watched := m.watchQuota(ctx, stop, req.Workspace)
+	return ctx, func() {
+		stop(nil)
+		<-watched
+		cancel()
+	}, true
 }
 
 // Warm fills the pool for workspace in the background.
@@ -489,4 +501,30 @@ func (m *Manager) lastStderr() string {
 		s = s[i+1:]
 	}
 	return ": " + s
+}
+
+// PoolStats counts a Manager's sandboxes at one moment, summed over every
+// workspace and interpreter the pool serves.
+type PoolStats struct {
+	Size     int // idle sandboxes kept warm per workspace (Options.PoolSize)
+	Idle     int // started and waiting for an execution
+	Starting int // being started for the pool
+	Busy     int // out of the pool: running an execution, or cleaning up after one
+}
+
+// PoolStats returns the pool's counts now.
+func (m *Manager) PoolStats() PoolStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := PoolStats{Size: m.opts.PoolSize}
+	for _, list := range m.idle {
+		st.Idle += len(list)
+	}
+	for _, n := range m.starting {
+		st.Starting += n
+	}
+	for _, n := range m.busy {
+		st.Busy += n
+	}
+	return st
 }

@@ -333,7 +333,29 @@ const releaseWait = 10 * time.Second
 // ("exited") then decides, in the background, whether it goes back to the
 // pool.
 func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result, release func(reusable bool)) {
-	x := newExchange(lim)
+	chanHost, err := z.connectChild(ctx, req, res)
+	if err != nil {
+		release(false)
+		return
+	}
+	defer chanHost.Close()
+	o := z.exchange(ctx, chanHost, req, lim, res, false)
+	switch {
+	case o.stopped || o.fault || o.zygoteGone:
+		release(false)
+	case o.exited != nil:
+		release(o.exited.Clean && z.alive())
+	default:
+		go func() {
+			msg := z.awaitExited(context.Background())
+			release(msg != nil && msg.Clean && z.alive())
+		}()
+	}
+}
+
+// connectChild opens the channel of the zygote's next pre-forked process.
+// On failure it has set res.Error.
+func (z *zygote) connectChild(ctx context.Context, req *Request, res *Result) (*net.UnixConn, error) {
 	chanFile, err := z.awaitChild(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -341,19 +363,40 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 		} else {
 			res.Error = failure(ErrSandbox, "the sandbox is gone: %v", err)
 		}
-		release(false)
-		return
+		return nil, err
 	}
 	conn, err := net.FileConn(chanFile)
 	chanFile.Close()
 	if err != nil {
 		res.Error = failure(ErrSandbox, "channel: %v", err)
-		release(false)
-		return
+		return nil, err
 	}
-	chanHost := conn.(*net.UnixConn)
-	defer chanHost.Close()
+	return conn.(*net.UnixConn), nil
+}
+
+// outcome is how one exchange with an execution's process ended.
+type outcome struct {
+	stopped    bool    // the context ended it (timeout, cancellation, quota); the sandbox was killed
+	fault      bool    // the code broke the protocol or a host-enforced limit; the sandbox was killed
+	zygoteGone bool    // the fork server died; the sandbox was killed
+	exited     *ctlMsg // the zygote's report that the process ended, if it came
+	result     bool    // the result frame arrived
+}
+
+// sessionGrace is how long a session's execution waits, after its result,
+// for the output pipes to end. In a session the process lives on, so a
+// pipe still open then is held by something the code left running in the
+// background; its later output is dropped.
+const sessionGrace = 200 * time.Millisecond
+
+// exchange sends req on the channel to an execution's process and collects
+// its output and result into res. In a session the process outlives the
+// exchange, which ends with the result frame (and the pipes, bounded by
+// sessionGrace); otherwise it ends when the process and its pipes have.
+func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Request, lim Limits, res *Result, session bool) outcome {
+	x := newExchange(lim)
 	var pipes [4]*os.File // stdout r, w; stderr r, w
+	var err error
 	for i := 0; i < 4; i += 2 {
 		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
 			for _, f := range pipes {
@@ -362,16 +405,16 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 				}
 			}
 			res.Error = failure(ErrSandbox, "output pipe: %v", err)
-			release(false)
-			return
+			z.kill()
+			return outcome{fault: true}
 		}
 	}
 	outR, errR := pipes[0], pipes[2]
 	defer outR.Close()
 	defer errR.Close()
 	frame, err := channel.Encode(execFrame{
-		Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args,
-		Limits: lim.forRunner(z.level),
+		Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args, Filename: req.Filename,
+		Session: session, Limits: lim.forRunner(z.level),
 	})
 	if err == nil {
 		_, _, err = chanHost.WriteMsgUnix(frame[:4], unix.UnixRights(int(pipes[1].Fd()), int(pipes[3].Fd())), nil)
@@ -380,8 +423,8 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 	pipes[3].Close()
 	if err != nil {
 		res.Error = failure(ErrSandbox, "send code to sandbox: %v", err)
-		release(false)
-		return
+		z.kill()
+		return outcome{fault: true}
 	}
 
 	// The code's calls to the host live as long as this execution.
@@ -395,14 +438,15 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 	// Three readers: the channel and the two pipes. Each reports whether it
 	// stopped on a fault.
 	readers := make(chan bool, 3)
+	chanDone := make(chan bool, 1)
 	go func() {
 		if _, err := chanHost.Write(frame[4:]); err != nil {
 			// The code's process died before it read its code; the exit
 			// status says why.
-			readers <- false
+			chanDone <- false
 			return
 		}
-		readers <- x.read(chanHost)
+		chanDone <- x.read(chanHost)
 	}()
 	go func() { readers <- x.readPipe(outR, "stdout") }()
 	go func() { readers <- x.readPipe(errR, "stderr") }()
@@ -412,30 +456,43 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 		errR.Close()
 	}
 
+	var o outcome
 	var exit exitInfo
-	var exited *ctlMsg
-	zygoteGone := false
+	var grace <-chan time.Time
 	msgs := z.msgs // nil once this execution's report is in
 	for pending := 3; pending > 0; {
 		select {
+		case fault := <-chanDone:
+			pending--
+			if fault {
+				o.fault = true
+				z.kill()
+				stopReaders()
+			} else if session && x.hasResult() {
+				grace = time.After(sessionGrace)
+			}
 		case fault := <-readers:
 			pending--
 			if fault {
+				o.fault = true
 				z.kill()
 				stopReaders()
 			}
+		case <-grace:
+			outR.Close()
+			errR.Close()
 		case msg, ok := <-msgs:
 			if !ok {
 				// The zygote died (killed by the code, or by the kernel):
 				// end whatever is left of the sandbox.
-				zygoteGone = true
+				o.zygoteGone = true
 				msgs = nil // closed: do not spin on it
 				z.kill()
 				stopReaders()
 				continue
 			}
 			if msg.Type == "exited" {
-				exited = &msg
+				o.exited = &msg
 				// Every process of the execution is dead now; whatever
 				// still holds a pipe open is gone, so the readers end.
 				// The next message is the next child's: leave it queued.
@@ -446,35 +503,29 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 			z.kill()
 			stopReaders()
 			for ; pending > 0; pending-- {
-				<-readers
+				select {
+				case <-readers:
+				case <-chanDone:
+				}
 			}
 			x.finish(res, exit, lim)
-			release(false)
-			return
+			o.stopped = true
+			return o
 		}
 	}
-	if exited != nil {
-		exit = exited.exitInfo()
-	} else if !zygoteGone && x.result == nil && x.fault == nil {
+	if o.exited != nil {
+		exit = o.exited.exitInfo()
+	} else if !o.zygoteGone && !x.hasResult() && x.fault == nil {
 		// No result: the exit status says why, so wait for it.
-		exited = z.awaitExited(ctx)
-		if exited != nil {
-			exit = exited.exitInfo()
+		o.exited = z.awaitExited(ctx)
+		if o.exited != nil {
+			exit = o.exited.exitInfo()
 		}
 	}
 	x.finish(res, exit, lim)
-	if x.fault != nil || zygoteGone {
-		release(false)
-		return
-	}
-	if exited != nil {
-		release(exited.Clean && z.alive())
-		return
-	}
-	go func() {
-		msg := z.awaitExited(context.Background())
-		release(msg != nil && msg.Clean && z.alive())
-	}()
+	o.result = x.hasResult()
+	o.fault = o.fault || x.fault != nil
+	return o
 }
 
 // awaitChild waits for the channel of the zygote's next pre-forked process.

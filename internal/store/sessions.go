@@ -19,20 +19,25 @@ type Session struct {
 }
 
 // TouchSession records that session id of ns was used at t, creating it if
-// new. It fails if id already belongs to another namespace.
+// new. Ids are per namespace: the same id in two namespaces is two sessions.
 func (s *Store) TouchSession(ctx context.Context, ns, id string, t time.Time) error {
 	if ns == "" || id == "" {
 		return fmt.Errorf("touch session: empty namespace or id")
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO sessions (id, namespace, created_at, last_used_at)
+	_, err := s.w.ExecContext(ctx, `INSERT INTO sessions (namespace, id, created_at, last_used_at)
 		VALUES (?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET last_used_at = excluded.last_used_at
-		WHERE sessions.namespace = excluded.namespace`, id, ns, nanos(t), nanos(t))
+		ON CONFLICT (namespace, id) DO UPDATE SET last_used_at = excluded.last_used_at`, ns, id, nanos(t), nanos(t))
 	if err != nil {
 		return fmt.Errorf("touch session %s: %w", id, err)
 	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("touch session %s: id taken by another namespace", id)
+	return nil
+}
+
+// ClearSessions deletes every session record: on start-up, as no
+// interpreter outlives the process that ran it.
+func (s *Store) ClearSessions(ctx context.Context) error {
+	if _, err := s.w.ExecContext(ctx, "DELETE FROM sessions"); err != nil {
+		return fmt.Errorf("clear sessions: %w", err)
 	}
 	return nil
 }

@@ -52,10 +52,16 @@ _libc = ctypes.CDLL(None, use_errno=True)
 # --- framing -----------------------------------------------------------------
 
 class Channel:
-    """Frames over a pair of file descriptors (the same one for a socket)."""
+    """Frames over a pair of file descriptors (the same one for a socket).
 
-    def __init__(self, rfd, wfd):
+    With sock (a Unix socket, zygote mode) a frame's first bytes may carry
+    descriptors: the output pipes of a session's next execution. recv puts
+    them in the frame as "_fds".
+    """
+
+    def __init__(self, rfd, wfd, sock=None):
         self.rfd, self.wfd = rfd, wfd
+        self.sock = sock
         self.lock = threading.Lock()
 
     def send(self, msg):
@@ -79,11 +85,19 @@ class Channel:
 
     def recv(self, header=b""):
         """Reads one frame; header is the part of it already read."""
+        fds = []
+        if not header and self.sock is not None:
+            header, fds = recv_fds(self.sock, 4)
+            if not header:
+                raise EOFError("channel closed")
         header += self._read_exact(4 - len(header))
         (n,) = struct.unpack(">I", header)
         if n > MAX_FRAME:
             raise ValueError("frame too large")
-        return json.loads(self._read_exact(n))
+        msg = json.loads(self._read_exact(n))
+        if fds:
+            msg["_fds"] = fds
+        return msg
 
 
 # --- one execution -----------------------------------------------------------
@@ -190,27 +204,47 @@ def error_of(exc):
     return {"type": name, "message": message, "traceback": user_traceback(exc)}
 
 
-def run_cell(code, glb):
-    """Runs code like a notebook cell; returns (has_value, value)."""
-    tree = ast.parse(code, CELL, "exec")
-    linecache.cache[CELL] = (len(code), None, code.splitlines(True), CELL)
+_MISSING = object()
+
+
+def assigns_result(tree):
+    """Whether the code binds the name result anywhere at top level."""
+    return any(isinstance(n, ast.Name) and n.id == "result" and isinstance(n.ctx, ast.Store)
+               for n in ast.walk(tree))
+
+
+def run_cell(code, glb, filename=CELL):
+    """Runs code like a notebook cell; returns (has_value, value).
+
+    In a session glb lives on, so a result left by an earlier cell counts
+    only if this cell set it again.
+    """
+    tree = ast.parse(code, filename, "exec")
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    sets_result = assigns_result(tree)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    exec(compile(tree, CELL, "exec"), glb)
-    if "result" in glb:
+    before = glb.get("result", _MISSING)
+    exec(compile(tree, filename, "exec"), glb)
+    if "result" in glb and (sets_result or glb["result"] is not before):
         return True, glb["result"]
     if last is not None:
-        return True, eval(compile(last, CELL, "eval"), glb)
+        return True, eval(compile(last, filename, "eval"), glb)
     return False, None
 
 
-def execute(chan, req, outfds=None):
+def new_globals():
+    return {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+
+
+def execute(chan, req, outfds=None, glb=None):
     """Runs one exec request in this process with fds 1 and 2 captured.
 
     outfds are the write ends of the host's stdout and stderr pipes where
     descriptors can be passed (zygote mode); otherwise output is forwarded
-    over the channel as frames by two threads.
+    over the channel as frames by two threads. glb are a session's globals;
+    None runs in fresh ones.
     """
     limits = req.get("limits", {})
     pipes = {}
@@ -221,8 +255,11 @@ def execute(chan, req, outfds=None):
             r, w = os.pipe()
             pipes[name] = Forwarder(chan, name, r)
             pipes[name].start()
-        os.dup2(w, fd)
-        os.close(w)
+        if w != fd:  # in a session the pipes may arrive as 1 and 2, closed by the last run
+            os.dup2(w, fd)
+            os.close(w)
+        else:
+            os.set_inheritable(fd, True)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -231,17 +268,21 @@ def execute(chan, req, outfds=None):
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
                                   errors="backslashreplace", line_buffering=True)
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
-    sys.argv = [CELL] + list(req.get("args") or [])
+    filename = req.get("filename") or CELL
+    sys.argv = [filename] + list(req.get("args") or [])
 
     _rpc._chan = chan  # tool calls and search_tools go over the channel
-    glb = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+    if glb is None:
+        glb = new_globals()
+    if filename != CELL:
+        glb["__file__"] = filename
     for k, v in (req.get("context") or {}).items():
         if isinstance(k, str) and k.isidentifier():
             glb[k] = v
 
     out = {"type": "result", "ok": True, "error": None}
     try:
-        has, value = run_cell(req.get("code", ""), glb)
+        has, value = run_cell(req.get("code", ""), glb, filename)
         if has:
             out["result"] = encode_result(value, limits.get("result_bytes", 1 << 20))
     except SystemExit as e:
@@ -282,6 +323,8 @@ def child_main(chan, limits, outfds=None, header=b""):
         req = chan.recv(header)
         if req.get("type") != "exec":
             raise ValueError("expected exec frame")
+        if req.get("session"):
+            session(chan, limits, req, outfds)  # never returns
         req["limits"] = dict(limits, **req.get("limits", {}))
         apply_limits(req["limits"])
         execute(chan, req, outfds)
@@ -299,6 +342,36 @@ def child_main(chan, limits, outfds=None, header=b""):
     except OSError:
         pass
     os._exit(0)
+
+
+def session(chan, limits, req, outfds):
+    """Serves a session: exec after exec in this process, with globals that
+    persist, until the host closes the channel (or kills the sandbox).
+
+    Once the code has made a call to the host, _rpc's reader thread owns the
+    channel; so in a session that thread reads every frame from the start
+    and hands the next exec frame (with its output pipes, in zygote mode)
+    to this loop.
+    """
+    import queue
+    frames = queue.Queue()
+    _rpc._chan = chan
+    _rpc.start_reader(frames.put)
+    glb = new_globals()
+    while True:
+        req["limits"] = dict(limits, **req.get("limits", {}))
+        apply_limits(req["limits"])
+        execute(chan, req, outfds, glb)
+        req = frames.get()
+        if req is None:
+            os._exit(0)  # the host ended the session
+        if req.get("type") != "exec":
+            raise ValueError("expected exec frame")
+        outfds = None
+        if chan.sock is not None:
+            outfds = req.pop("_fds", None)
+            if not outfds or len(outfds) != 2:
+                raise ValueError("exec frame without its output pipes")
 
 
 # --- the zygote --------------------------------------------------------------
@@ -399,9 +472,9 @@ def prefork(ctl):
             os._exit(0)
         if not header or len(fds) != 2:
             os._exit(0)  # the host let it go unused, or spoke nonsense
-        fd = mine.detach()
+        fd = mine.fileno()
         os.set_inheritable(fd, False)  # the code's subprocesses get no channel
-        child_main(Channel(fd, fd), {}, fds, header)
+        child_main(Channel(fd, fd, mine), {}, fds, header)
     mine.close()
     ctl.sendmsg([json.dumps({"type": "child", "pid": pid}).encode()],
                 [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", host.fileno()))])

@@ -19,6 +19,9 @@ _pending = {}  # id -> _Waiter
 _ids = itertools.count(1)
 _reader = None
 _closed = None  # the reason the channel ended, once it has
+# In a session, frames other than replies (the next exec) go to the runner
+# through this; None says the channel ended.
+_on_frame = None
 
 
 class ToolError(Exception):
@@ -80,6 +83,8 @@ def _read_replies():
         while True:
             msg = _chan.recv()
             if msg.get("type") != "reply":
+                if _on_frame is not None:
+                    _on_frame(msg)
                 continue
             with _lock:
                 w = _pending.pop(msg.get("id"), None)
@@ -92,6 +97,19 @@ def _read_replies():
             _pending.clear()
         for w in waiters:
             w.resolve({"ok": False, "error": {"kind": "RuntimeError", "message": _closed}})
+        if _on_frame is not None:
+            _on_frame(None)
+
+
+def start_reader(on_frame):
+    """Starts the reader thread now, handing frames other than replies to
+    on_frame (a session's runner waits for its next exec there)."""
+    global _reader, _on_frame
+    _on_frame = on_frame
+    with _lock:
+        if _reader is None:
+            _reader = threading.Thread(target=_read_replies, name="codecell-rpc", daemon=True)
+            _reader.start()
 
 
 def _send(method, params, waiter):
