@@ -151,6 +151,7 @@ func lookPath(name string) string {
 }
 
 func (a *app) close() {
+	a.server.Close() // its sessions hold sandboxes of the manager
 	a.upstreams.Close()
 	a.sandbox.Close()
 	a.db.Close()

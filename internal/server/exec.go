@@ -67,6 +67,7 @@ func (s *Server) addExecTools() {
 		Title:       "Run Python in a sandbox",
 		Description: "Run Python code in an isolated sandbox and return its stdout, stderr, result value and error. Use it to do whole tasks in one call: compute, filter and summarize inside the sandbox and return only the answer.",
 	}, s.executeCode)
+	s.addSessionTools()
 }
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeInput) (*mcp.CallToolResult, ExecuteCodeOutput, error) {
@@ -112,8 +113,12 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	if err := s.withEnvironment(j.Namespace, &sreq); err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
-	res := s.exec.Exec(ctx, sreq)
+	res, err := s.execute(ctx, j, sreq)
+	if err != nil {
+		return nil, ExecuteCodeOutput{}, err
+	}
 	out := outputOf(res)
+	out.SessionID = j.SessionID
 	out.ToolCalls.Calls, out.ContextSavings.ToolResultBytes = calls.record()
 	out.ToolCalls.Count = len(out.ToolCalls.Calls)
 	// Personal data the code printed or returned reaches the model only as
@@ -122,12 +127,26 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 		return nil, ExecuteCodeOutput{}, fmt.Errorf("tokenize personal data: %w", err)
 	}
 	out.ContextSavings.ReturnedBytes = returnedBytes(out)
+	s.recordExecution(ctx, j, out) // committed before the result returns
 	s.log.Info("execution", "namespace", j.Namespace, "ok", out.OK, "error_type", errorType(res),
 		"duration_ms", out.DurationMS, "isolation", out.Isolation)
 	return &mcp.CallToolResult{
 		IsError: !out.OK,
 		Content: []mcp.Content{&mcp.TextContent{Text: render(out)}},
 	}, out, nil
+}
+
+// execute runs sreq in j's session, or in a fresh process without one.
+func (s *Server) execute(ctx context.Context, j job, sreq sandbox.Request) (*sandbox.Result, error) {
+	if j.SessionID == "" {
+		return s.exec.Exec(ctx, sreq), nil
+	}
+	ls, err := s.sessions.acquire(ctx, j.Namespace, j.SessionID, sreq)
+	if err != nil {
+		return nil, err
+	}
+	defer s.sessions.release(j.Namespace, ls)
+	return ls.sb.Exec(ctx, sreq), nil
 }
 
 func (s *Server) checkExecInput(in ExecuteCodeInput) (time.Duration, error) {
@@ -140,8 +159,8 @@ func (s *Server) checkExecInput(in ExecuteCodeInput) (time.Duration, error) {
 	if in.Language != "" && in.Language != "python" {
 		return 0, fieldError("language", "%q is not supported; use \"python\"", in.Language)
 	}
-	if in.SessionID != "" {
-		return 0, fieldError("session_id", "sessions are not available in this version of codecell; omit session_id")
+	if in.SessionID != "" && !sessionID.MatchString(in.SessionID) {
+		return 0, fieldError("session_id", "%q is not a session id: use 1 to 128 letters, digits and _ . : - (starting with a letter or digit)", in.SessionID)
 	}
 	keys := make([]string, 0, len(in.Context))
 	for k := range in.Context {

@@ -62,8 +62,10 @@ type Server struct {
 	tools   *toolIndex
 	policy  policy
 	dataDir string
-	log     *slog.Logger
-	mcp     *mcp.Server
+	// sessions are the live interpreters of execute_code's session_id.
+	sessions *sessions
+	log      *slog.Logger
+	mcp      *mcp.Server
 }
 
 // DefaultNamespace is the namespace of stdio clients and of HTTP without
@@ -92,6 +94,8 @@ func New(opts Options) (*Server, error) {
 		s.up = noUpstreams{}
 	}
 	s.privacy = &privacy{store: opts.Store}
+	opener, _ := opts.Executor.(SessionOpener)
+	s.sessions = newSessions(opener, opts.Store, opts.Config.Sessions.IdleTimeout, opts.Config.Sessions.MaxPerNamespace, log)
 	if opts.Config.PII.Mode != "off" {
 		custom := make([]pii.Custom, len(opts.Config.PII.Custom))
 		for i, c := range opts.Config.PII.Custom {
@@ -145,6 +149,11 @@ func (noUpstreams) Call(context.Context, string, string, json.RawMessage) (*mcp.
 }
 func (noUpstreams) Tools() []catalog.Tool       { return nil }
 func (noUpstreams) Statuses() []upstream.Status { return []upstream.Status{} }
+
+// Close ends every session. The Executor is the caller's to close, after.
+func (s *Server) Close() {
+	s.sessions.closeAll()
+}
 
 // MCP returns the underlying MCP server, for a transport to run.
 func (s *Server) MCP() *mcp.Server { return s.mcp }

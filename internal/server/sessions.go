@@ -1,0 +1,304 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/store"
+)
+
+// SessionOpener starts live interpreters; *sandbox.Manager is the real one.
+// An Executor that is not one cannot run sessions.
+type SessionOpener interface {
+	OpenSession(ctx context.Context, req sandbox.Request) (*sandbox.Session, error)
+}
+
+// sessionID is what a caller may choose as a session id.
+var sessionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
+
+// sessions are the live interpreters of every namespace. A session belongs
+// to the namespace that created it; the same id in another namespace is
+// another session, and nothing here ever crosses namespaces.
+type sessions struct {
+	open  SessionOpener // nil: sessions are unavailable
+	store *store.Store  // the session records; nil keeps none
+	idle  time.Duration // a session unused this long is closed
+	max   int           // sessions per namespace
+	log   interface{ Warn(string, ...any) }
+
+	createMu sync.Mutex // serializes creations, so two calls with one new id make one session
+
+	mu   sync.Mutex // guards byNS and each session's counters
+	byNS map[string]map[string]*liveSession
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// liveSession is one session and its bookkeeping.
+type liveSession struct {
+	id         string
+	sb         *sandbox.Session
+	created    time.Time
+	lastUsed   time.Time
+	executions int
+	running    int // executions running or waiting their turn; never expired while > 0
+}
+
+func newSessions(open SessionOpener, st *store.Store, idle time.Duration, max int, log interface{ Warn(string, ...any) }) *sessions {
+	r := &sessions{open: open, store: st, idle: idle, max: max, log: log,
+		byNS: map[string]map[string]*liveSession{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if st != nil {
+		// No interpreter outlives the process that ran it.
+		if err := st.ClearSessions(context.Background()); err != nil {
+			log.Warn("clear session records", "error", err)
+		}
+	}
+	go r.expire()
+	return r
+}
+
+// acquire returns the live session id of ns, creating it when it does not
+// exist or its interpreter has ended; the caller must release it. req is
+// the execution the session starts with (its workspace and interpreter).
+func (r *sessions) acquire(ctx context.Context, ns, id string, req sandbox.Request) (*liveSession, error) {
+	if r.open == nil {
+		return nil, fieldError("session_id", "sessions are not available with this executor")
+	}
+	if ls := r.take(ns, id); ls != nil {
+		return ls, nil
+	}
+	r.createMu.Lock()
+	defer r.createMu.Unlock()
+	if ls := r.take(ns, id); ls != nil {
+		return ls, nil
+	}
+	r.mu.Lock()
+	n := len(r.byNS[ns])
+	r.mu.Unlock()
+	if n >= r.max {
+		return nil, fieldError("session_id", "this namespace already has %d live sessions, the limit; close one with close_session (list_sessions lists them)", n)
+	}
+	sb, err := r.open.OpenSession(ctx, req)
+	if err != nil {
+		if errors.Is(err, sandbox.ErrUnavailable) {
+			return nil, fieldError("session_id", "%v", err)
+		}
+		return nil, fmt.Errorf("start session %s: %w", id, err)
+	}
+	now := time.Now()
+	ls := &liveSession{id: id, sb: sb, created: now, lastUsed: now, running: 1}
+	r.mu.Lock()
+	if r.byNS[ns] == nil {
+		r.byNS[ns] = map[string]*liveSession{}
+	}
+	r.byNS[ns][id] = ls
+	r.mu.Unlock()
+	r.record(ns, id, now)
+	return ls, nil
+}
+
+// take returns the live session id of ns, marked running, or nil. A session
+// whose interpreter has ended is dropped.
+func (r *sessions) take(ns, id string) *liveSession {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ls := r.byNS[ns][id]
+	if ls == nil {
+		return nil
+	}
+	if !ls.sb.Alive() && ls.running == 0 {
+		delete(r.byNS[ns], id)
+		return nil
+	}
+	ls.running++
+	return ls
+}
+
+// release ends an execution of ls. A session whose interpreter ended in it
+// is dropped, so the next call with its id starts a new one.
+func (r *sessions) release(ns string, ls *liveSession) {
+	now := time.Now()
+	r.mu.Lock()
+	ls.running--
+	ls.executions++
+	ls.lastUsed = now
+	ended := !ls.sb.Alive() && ls.running == 0 && r.byNS[ns][ls.id] == ls
+	if ended {
+		delete(r.byNS[ns], ls.id)
+	}
+	r.mu.Unlock()
+	if ended {
+		r.forget(ns, ls.id)
+		return
+	}
+	r.record(ns, ls.id, now)
+}
+
+// closeSession ends session id of ns.
+func (r *sessions) closeSession(ns, id string) error {
+	r.mu.Lock()
+	ls := r.byNS[ns][id]
+	if ls != nil {
+		delete(r.byNS[ns], id)
+	}
+	r.mu.Unlock()
+	if ls == nil {
+		return fieldError("session_id", "no session %q in this namespace (list_sessions lists them)", id)
+	}
+	ls.sb.Close()
+	r.forget(ns, id)
+	return nil
+}
+
+// SessionInfo describes one live session.
+type SessionInfo struct {
+	SessionID  string    `json:"session_id"`
+	CreatedAt  time.Time `json:"created_at"`
+	LastUsedAt time.Time `json:"last_used_at"`
+	ExpiresAt  time.Time `json:"expires_at" jsonschema:"When the session is closed if it stays unused."`
+	Executions int       `json:"executions"`
+	Running    bool      `json:"running" jsonschema:"An execution is running in it now."`
+}
+
+func (r *sessions) list(ns string) []SessionInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := []SessionInfo{}
+	for _, ls := range r.byNS[ns] {
+		if !ls.sb.Alive() && ls.running == 0 {
+			continue
+		}
+		out = append(out, SessionInfo{SessionID: ls.id, CreatedAt: ls.created.UTC(), LastUsedAt: ls.lastUsed.UTC(),
+			ExpiresAt: ls.lastUsed.Add(r.idle).UTC(), Executions: ls.executions, Running: ls.running > 0})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].LastUsedAt.After(out[j].LastUsedAt) })
+	return out
+}
+
+// expire closes sessions left unused for the idle time.
+func (r *sessions) expire() {
+	defer close(r.done)
+	every := min(max(r.idle/4, 10*time.Millisecond), 30*time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case now := <-t.C:
+			type gone struct {
+				ns string
+				ls *liveSession
+			}
+			var old []gone
+			r.mu.Lock()
+			for ns, m := range r.byNS {
+				for id, ls := range m {
+					if ls.running == 0 && (now.Sub(ls.lastUsed) >= r.idle || !ls.sb.Alive()) {
+						delete(m, id)
+						old = append(old, gone{ns, ls})
+					}
+				}
+			}
+			r.mu.Unlock()
+			for _, g := range old {
+				g.ls.sb.Close()
+				r.forget(g.ns, g.ls.id)
+			}
+		}
+	}
+}
+
+// closeAll ends every session and the expiry loop.
+func (r *sessions) closeAll() {
+	select {
+	case <-r.stop:
+		return
+	default:
+	}
+	close(r.stop)
+	<-r.done
+	r.mu.Lock()
+	var all []*liveSession
+	for ns, m := range r.byNS {
+		for _, ls := range m {
+			all = append(all, ls)
+		}
+		delete(r.byNS, ns)
+	}
+	r.mu.Unlock()
+	for _, ls := range all {
+		ls.sb.Close()
+	}
+}
+
+func (r *sessions) record(ns, id string, t time.Time) {
+	if r.store == nil {
+		return
+	}
+	if err := r.store.TouchSession(context.Background(), ns, id, t); err != nil {
+		r.log.Warn("record session", "namespace", ns, "session", id, "error", err)
+	}
+}
+
+func (r *sessions) forget(ns, id string) {
+	if r.store == nil {
+		return
+	}
+	if err := r.store.DeleteSession(context.Background(), ns, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+		r.log.Warn("delete session record", "namespace", ns, "session", id, "error", err)
+	}
+}
+
+// ListSessionsOutput is the result of list_sessions.
+type ListSessionsOutput struct {
+	Sessions []SessionInfo `json:"sessions"`
+}
+
+// CloseSessionInput is the input of close_session.
+type CloseSessionInput struct {
+	SessionID string `json:"session_id" jsonschema:"The session to end; its interpreter and globals are discarded."`
+}
+
+// CloseSessionOutput is the result of close_session.
+type CloseSessionOutput struct {
+	Closed string `json:"closed"`
+}
+
+func (s *Server) addSessionTools() {
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "list_sessions",
+		Title:       "List live sessions",
+		Description: "The live interpreter sessions of execute_code (session_id) in this namespace.",
+	}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ListSessionsOutput, error) {
+		list := s.sessions.list(namespaceOf(req))
+		var b strings.Builder
+		for _, si := range list {
+			fmt.Fprintf(&b, "%s: %d executions, last used %s\n", si.SessionID, si.Executions, si.LastUsedAt.Format(time.RFC3339))
+		}
+		if len(list) == 0 {
+			b.WriteString("no live sessions\n")
+		}
+		return textResult(b.String()), ListSessionsOutput{Sessions: list}, nil
+	})
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "close_session",
+		Title:       "Close a session",
+		Description: "End a session of execute_code and discard its interpreter's state.",
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in CloseSessionInput) (*mcp.CallToolResult, CloseSessionOutput, error) {
+		if err := s.sessions.closeSession(namespaceOf(req), in.SessionID); err != nil {
+			return nil, CloseSessionOutput{}, err
+		}
+		return textResult("closed " + in.SessionID + "\n"), CloseSessionOutput{Closed: in.SessionID}, nil
+	})
+}
