@@ -44,7 +44,7 @@ type Options struct {
 	DataDir   string         // required: workspaces live under it
 	Upstreams Upstreams      // nil means none
 	Envs      *envs.Manager  // nil disables the env toolset; executions use the system Python
-	Store     *store.Store   // the persistent PII vault; nil keeps tokens in memory
+	Store     *store.Store   // the PII vault and the execution log; nil keeps tokens in memory, logs no executions and leaves out get_execution_stats
 	// GenDir is where the generated servers package is published for the
 	// sandbox (sandbox.Options.GenDir); "" means it is not written.
 	GenDir  string
@@ -59,6 +59,7 @@ type Server struct {
 	up      Upstreams
 	envs    *envs.Manager
 	privacy *privacy
+	store   *store.Store // nil: no execution log
 	tools   *toolIndex
 	policy  policy
 	dataDir string
@@ -87,6 +88,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		cfg: opts.Config, exec: opts.Executor, up: opts.Upstreams, envs: opts.Envs, dataDir: opts.DataDir, log: log,
+		store:  opts.Store,
 		tools:  &toolIndex{genDir: opts.GenDir},
 		policy: policy{allow: opts.Config.Policy.Allow, deny: opts.Config.Policy.Deny},
 	}
@@ -126,6 +128,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if slices.Contains(opts.Config.Toolsets, "privacy") {
 		s.addPrivacyTools()
+	}
+	if slices.Contains(opts.Config.Toolsets, "stats") {
+		s.addStatsTools()
 	}
 	return s, nil
 }
