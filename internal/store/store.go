@@ -140,3 +140,13 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 func nanos(t time.Time) int64 { return t.UnixNano() }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// IntegrityCheck runs SQLite's integrity check and returns its verdict,
+// "ok" for a sound database.
+func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
+	var res string
+	if err := s.r.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&res); err != nil {
+		return "", fmt.Errorf("integrity check: %w", err)
+	}
+	return res, nil
+}
