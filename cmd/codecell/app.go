@@ -122,7 +122,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	}
 	environments := envs.New(envs.Options{
 		DataDir: dataDir, SystemPython: sb.Python, Wheelhouse: sb.Wheelhouse, IndexURL: sb.IndexURL,
-		UV: lookPath("uv"), Conda: lookPath("conda"), Runner: mgr,
+		UV: lookPath("uv"), Conda: lookPath("conda"), Runner: mgr, Store: db,
 	})
 	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, GenDir: genDir, DataDir: dataDir, Version: version, Logger: log})
 	if err != nil {

@@ -1,6 +1,7 @@
 // Package envs manages the Python environment of each namespace: which one
-// it uses (the system's, a venv, uv's or conda's), persisted per namespace,
-// and the validation of what may be installed into it.
+// it uses (the system's, a venv, uv's or conda's), persisted per namespace
+// in the database (Options.Store), and the validation of what may be
+// installed into it.
 //
 // Requirements are validated as a strict subset of PEP 508 (names, extras
 // and version specifiers; no direct URL references and no markers) and are

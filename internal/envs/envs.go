@@ -38,9 +38,20 @@ type Runner interface {
 	PrepareDir(dir string) error
 }
 
+// Store persists each namespace's choice of environment; *store.Store is
+// the real one. The config is a JSON document whose shape belongs to envs.
+type Store interface {
+	SetEnvironment(ctx context.Context, ns string, config json.RawMessage) error
+	// Environment returns the config of ns, and false if none was set.
+	Environment(ctx context.Context, ns string) (json.RawMessage, bool, error)
+}
+
 // Options configure a Manager.
 type Options struct {
-	DataDir      string // environments live under DataDir/envs/<namespace>/
+	DataDir string // environments live under DataDir/envs/<namespace>/
+	// Store holds the choices. nil keeps them for the life of the Manager
+	// only, and leaves files of an earlier codecell where they are.
+	Store        Store
 	SystemPython string // the "system" environment's interpreter
 	Wheelhouse   string // a directory of wheels to install from; "" for none
 	IndexURL     string // the package index when neither the call nor a wheelhouse names one; "" = pip's default
@@ -49,12 +60,16 @@ type Options struct {
 }
 
 // Manager holds the environments of every namespace. It is safe for
-// concurrent use; changes to one namespace's environment are serialized.
+// concurrent use; changes to one namespace's environment, and its first
+// read, are serialized.
 type Manager struct {
 	opts  Options
 	mu    sync.Mutex             // guards locks and known
 	locks map[string]*sync.Mutex // one per namespace
-	known map[string]Config      // configs read or saved, so executions do not reread the file
+	// known caches configs read or saved, the default included, so that
+	// executions do not query the store. It assumes this process is the
+	// only one that changes the data dir's choices.
+	known map[string]Config
 }
 
 // New returns a Manager.
@@ -79,30 +94,91 @@ func (m *Manager) lock(ns string) func() {
 
 func (m *Manager) dir(ns string) string { return filepath.Join(m.opts.DataDir, "envs", ns) }
 
-func (m *Manager) configFile(ns string) string {
+// legacyFile is where codecell before the store kept a namespace's choice;
+// the first read of the namespace moves it into the store.
+func (m *Manager) legacyFile(ns string) string {
 	return filepath.Join(m.opts.DataDir, "envs", ns+".json")
 }
 
+// storeTimeout bounds one read or write of a choice in the store.
+const storeTimeout = 30 * time.Second
+
 // Get returns a namespace's environment: the system one unless configured.
+//
+// Get takes no context because the execution path asks for the environment
+// where none is plumbed; only a namespace's first Get reads the store, one
+// row, bounded by storeTimeout.
 func (m *Manager) Get(ns string) (Config, error) {
-	m.mu.Lock()
-	c, ok := m.known[ns]
-	m.mu.Unlock()
-	if ok {
+	if c, ok := m.cached(ns); ok {
 		return c, nil
 	}
-	b, err := os.ReadFile(m.configFile(ns))
-	if errors.Is(err, os.ErrNotExist) {
-		return Config{Type: System, Python: m.opts.SystemPython}, nil
+	defer m.lock(ns)()
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	return m.get(ctx, ns)
+}
+
+func (m *Manager) cached(ns string) (Config, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.known[ns]
+	return c, ok
+}
+
+// get is Get for a caller that holds the namespace's lock. Holding it is
+// what keeps a migration from overwriting a choice Configure has just made.
+func (m *Manager) get(ctx context.Context, ns string) (Config, error) {
+	if c, ok := m.cached(ns); ok {
+		return c, nil
 	}
+	c := Config{Type: System, Python: m.opts.SystemPython}
+	if m.opts.Store == nil {
+		return c, nil
+	}
+	raw, ok, err := m.opts.Store.Environment(ctx, ns)
 	if err != nil {
 		return Config{}, fmt.Errorf("read environment: %w", err)
 	}
-	if err := json.Unmarshal(b, &c); err != nil {
-		return Config{}, fmt.Errorf("read environment %s: %w", m.configFile(ns), err)
+	if ok {
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return Config{}, fmt.Errorf("read environment of %s: %w", ns, err)
+		}
+		// The store wins over a file a crash left between copy and
+		// removal; removing it is tidying, so a failure is not an error.
+		os.Remove(m.legacyFile(ns))
+		m.remember(ns, c)
+		return c, nil
+	}
+	if c, ok, err := m.migrate(ctx, ns); err != nil || ok {
+		return c, err
 	}
 	m.remember(ns, c)
 	return c, nil
+}
+
+// migrate moves a choice kept in a file by an earlier codecell into the
+// store: the row is committed before the file is removed, so a crash in
+// between leaves both, and the next start's read removes the file.
+func (m *Manager) migrate(ctx context.Context, ns string) (Config, bool, error) {
+	file := m.legacyFile(ns)
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return Config{}, false, nil
+	}
+	if err != nil {
+		return Config{}, false, fmt.Errorf("read environment: %w", err)
+	}
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Config{}, false, fmt.Errorf("read environment %s: %w", file, err)
+	}
+	if err := m.save(ctx, ns, c); err != nil {
+		return Config{}, false, err
+	}
+	// Once the row exists the store wins over the file, so a file that
+	// cannot be removed is stale, not wrong; the next start tries again.
+	os.Remove(file)
+	return c, true, nil
 }
 
 func (m *Manager) remember(ns string, c Config) {
@@ -175,7 +251,7 @@ func (m *Manager) Configure(ctx context.Context, ns, typ, path, name string) (Co
 	default:
 		return Config{}, fmt.Errorf("invalid argument type: %q is not one of system, venv, uv, conda", typ)
 	}
-	if err := m.save(ns, c); err != nil {
+	if err := m.save(ctx, ns, c); err != nil {
 		return Config{}, err
 	}
 	return c, nil
@@ -218,38 +294,21 @@ func (m *Manager) create(ctx context.Context, ns, typ, dir string) error {
 	return nil
 }
 
-func (m *Manager) save(ns string, c Config) error {
-	if err := os.MkdirAll(filepath.Join(m.opts.DataDir, "envs"), 0o711); err != nil {
-		return fmt.Errorf("save environment: %w", err)
-	}
-	b, _ := json.MarshalIndent(c, "", "  ")
-	if err := writeAtomic(m.configFile(ns), b); err != nil {
-		return fmt.Errorf("save environment: %w", err)
+// save persists c as the namespace's choice and caches it.
+func (m *Manager) save(ctx context.Context, ns string, c Config) error {
+	if m.opts.Store != nil {
+		b, err := json.Marshal(c)
+		if err != nil {
+			return fmt.Errorf("save environment: %w", err)
+		}
+		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		defer cancel()
+		if err := m.opts.Store.SetEnvironment(ctx, ns, b); err != nil {
+			return fmt.Errorf("save environment: %w", err)
+		}
 	}
 	m.remember(ns, c)
 	return nil
-}
-
-// writeAtomic writes a file through a temporary file, fsync and rename, so a
-// crash leaves the old content or the new, never a mix.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // Outcome is the result of installing one requirement.
@@ -265,7 +324,7 @@ type Outcome struct {
 // as a whole only when the environment cannot take installs.
 func (m *Manager) Install(ctx context.Context, ns string, packages []string, indexURL string) ([]Outcome, error) {
 	defer m.lock(ns)()
-	c, err := m.Get(ns)
+	c, err := m.get(ctx, ns)
 	if err != nil {
 		return nil, err
 	}

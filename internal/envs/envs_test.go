@@ -2,11 +2,17 @@ package envs
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/store"
 )
 
 // fakeRunner records commands instead of running them.
@@ -60,7 +66,7 @@ func TestInstallRefusals(t *testing.T) {
 	if _, err := m.Install(context.Background(), "ns", []string{"x"}, ""); err == nil || !strings.Contains(err.Error(), "configure_environment") {
 		t.Fatalf("install into the system environment: %v", err)
 	}
-	if err := m.save("ns", Config{Type: Venv, Path: "/v", Python: "/v/bin/python"}); err != nil {
+	if err := m.save(context.Background(), "ns", Config{Type: Venv, Path: "/v", Python: "/v/bin/python"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"ftp://x", "http://", "https://a b", "file:///etc"} {
@@ -80,5 +86,186 @@ func TestInstallRefusals(t *testing.T) {
 	}
 	if _, err := m.Configure(context.Background(), "ns", Venv, "relative/dir", ""); err == nil || !strings.Contains(err.Error(), "not absolute") {
 		t.Errorf("relative path: %v", err)
+	}
+}
+
+// The store is the real one: it is what Options.Store is for.
+var _ Store = (*store.Store)(nil)
+
+func openStore(t *testing.T, dir string) *store.Store {
+	t.Helper()
+	st, err := store.Open(filepath.Join(dir, "codecell.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// fakeVenv makes a directory that passes for a virtual environment.
+func fakeVenv(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"pyvenv.cfg", "bin/python"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestChoicesPersistInStore: a choice outlives the Manager (the process)
+// that made it, per namespace.
+func TestChoicesPersistInStore(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	st := openStore(t, data)
+	venv := fakeVenv(t)
+	opts := Options{DataDir: data, SystemPython: "/usr/bin/python3", Runner: &fakeRunner{}, Store: st}
+	c, err := New(opts).Configure(ctx, "a", Venv, venv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Type: Venv, Path: venv, Python: filepath.Join(venv, "bin", "python")}
+	if c != want {
+		t.Fatalf("configured %+v", c)
+	}
+	m := New(opts)
+	if got, err := m.Get("a"); err != nil || got != want {
+		t.Errorf("after a restart: %+v, %v", got, err)
+	}
+	if got, err := m.Get("b"); err != nil || got != (Config{Type: System, Python: "/usr/bin/python3"}) {
+		t.Errorf("namespace b: %+v, %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(data, "envs")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the choice went to a file too: %v", err)
+	}
+	// Back to system, and that persists as well.
+	if _, err := m.Configure(ctx, "a", System, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := New(opts).Get("a"); got.Type != System {
+		t.Errorf("after choosing system: %+v", got)
+	}
+}
+
+// TestLegacyFileMigrates: a choice an earlier codecell kept in
+// envs/<ns>.json moves into the store on first read and the file goes; when
+// both exist the store wins.
+func TestLegacyFileMigrates(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	st := openStore(t, data)
+	opts := Options{DataDir: data, SystemPython: "/usr/bin/python3", Runner: &fakeRunner{}, Store: st}
+	legacy := Config{Type: Conda, Path: "/opt/conda/envs/ds", Name: "ds", Python: "/opt/conda/envs/ds/bin/python"}
+	writeLegacy := func(ns string, c Config) string {
+		t.Helper()
+		b, _ := json.MarshalIndent(c, "", "  ")
+		if err := os.MkdirAll(filepath.Join(data, "envs"), 0o711); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(data, "envs", ns+".json")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+
+	t.Run("moved", func(t *testing.T) {
+		file := writeLegacy("old", legacy)
+		// Many first reads at once agree and migrate once.
+		var wg sync.WaitGroup
+		got := make([]Config, 8)
+		errs := make([]error, 8)
+		m := New(opts)
+		for i := range got {
+			wg.Add(1)
+			go func() { defer wg.Done(); got[i], errs[i] = m.Get("old") }()
+		}
+		wg.Wait()
+		for i := range got {
+			if errs[i] != nil || got[i] != legacy {
+				t.Fatalf("Get #%d: %+v, %v", i, got[i], errs[i])
+			}
+		}
+		if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the file is still there: %v", err)
+		}
+		raw, ok, err := st.Environment(ctx, "old")
+		var stored Config
+		if err != nil || !ok || json.Unmarshal(raw, &stored) != nil || stored != legacy {
+			t.Errorf("store holds %s (%v, %v)", raw, ok, err)
+		}
+		if c, err := New(opts).Get("old"); err != nil || c != legacy {
+			t.Errorf("after a restart: %+v, %v", c, err)
+		}
+	})
+	t.Run("store wins", func(t *testing.T) {
+		if _, err := New(opts).Configure(ctx, "both", System, "", ""); err != nil {
+			t.Fatal(err)
+		}
+		file := writeLegacy("both", legacy)
+		if c, err := New(opts).Get("both"); err != nil || c.Type != System {
+			t.Errorf("got %+v, %v; want the store's system", c, err)
+		}
+		if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the stale file is still there: %v", err)
+		}
+	})
+	t.Run("unreadable file", func(t *testing.T) {
+		path := filepath.Join(data, "envs", "bad.json")
+		if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(opts).Get("bad"); err == nil {
+			t.Error("a corrupt file was ignored")
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("a file that could not be migrated was removed: %v", err)
+		}
+	})
+	t.Run("no store", func(t *testing.T) {
+		file := writeLegacy("kept", legacy)
+		m := New(Options{DataDir: data, SystemPython: "/usr/bin/python3", Runner: &fakeRunner{}})
+		if c, err := m.Get("kept"); err != nil || c.Type != System {
+			t.Errorf("without a store: %+v, %v", c, err)
+		}
+		if _, err := os.Stat(file); err != nil {
+			t.Errorf("without a store the file must stay: %v", err)
+		}
+		if _, err := m.Configure(ctx, "kept", Conda, "", ""); err == nil {
+			t.Error("conda without conda was accepted")
+		}
+		if err := m.save(ctx, "mem", legacy); err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := m.Get("mem"); c != legacy {
+			t.Errorf("in memory: %+v", c)
+		}
+	})
+}
+
+// failingStore fails every call.
+type failingStore struct{}
+
+func (failingStore) SetEnvironment(context.Context, string, json.RawMessage) error {
+	return errors.New("disk full")
+}
+func (failingStore) Environment(context.Context, string) (json.RawMessage, bool, error) {
+	return nil, false, errors.New("disk full")
+}
+
+// TestStoreFailures: a choice that could not be saved is not in force, and
+// a choice that cannot be read is an error, not a silent system default.
+func TestStoreFailures(t *testing.T) {
+	m := New(Options{DataDir: t.TempDir(), SystemPython: "/usr/bin/python3", Runner: &fakeRunner{}, Store: failingStore{}})
+	if _, err := m.Configure(context.Background(), "a", System, "", ""); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("Configure: %v", err)
+	}
+	if _, err := m.Get("a"); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("Get: %v", err)
 	}
 }
