@@ -20,6 +20,10 @@ const Script = "codecell_runner.py"
 // generated servers package.
 const GenDir = "gen"
 
+// SkillsDir is the empty directory of an install where a sandbox mounts the
+// namespace's saved skills.
+const SkillsDir = "skills"
+
 // Install writes the embedded Python files into a directory under root named
 // by their content hash, and returns that directory. An existing complete
 // copy is reused, so concurrent servers and restarts share one. Files are
@@ -57,9 +61,13 @@ func Install(root string) (string, error) {
 		}
 		return os.WriteFile(target, data, 0o644)
 	})
-	if err == nil {
-		// The mount point of the generated servers package (GenDir).
-		err = os.Mkdir(filepath.Join(tmp, GenDir), 0o755)
+	for _, mountPoint := range []string{GenDir, SkillsDir} {
+		if err == nil {
+			// The mount points of the generated servers package and of
+			// the skills: the install is mounted read-only, so a sandbox
+			// could not create them.
+			err = os.Mkdir(filepath.Join(tmp, mountPoint), 0o755)
+		}
 	}
 	if err == nil {
 		// The sandbox user is not the owner: everything must be world-readable.
@@ -79,6 +87,9 @@ func Install(root string) (string, error) {
 
 func contentHash() (string, error) {
 	h := sha256.New()
+	// The layout is part of the content: an install made before a mount
+	// point was added must not be reused.
+	fmt.Fprintf(h, "mount points\x00%s\x00%s\x00", GenDir, SkillsDir)
 	err := fs.WalkDir(files, "python", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err

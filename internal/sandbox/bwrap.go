@@ -6,9 +6,10 @@ import (
 
 // Paths inside a sandbox.
 const (
-	WorkspaceMount = "/workspace"    // the namespace's workspace, read-write, the working directory
-	RuntimeMount   = "/codecell"     // codecell's Python files, read-only
-	GenMount       = "/codecell/gen" // the generated servers package, read-only
+	WorkspaceMount = "/workspace"       // the namespace's workspace, read-write, the working directory
+	RuntimeMount   = "/codecell"        // codecell's Python files, read-only
+	GenMount       = "/codecell/gen"    // the generated servers package, read-only
+	SkillsMount    = "/codecell/skills" // the namespace's saved skills, read-only
 )
 
 // sandboxUID is the unprivileged user the code runs as inside the sandbox.
@@ -39,6 +40,7 @@ type bwrapSpec struct {
 	Runtime   string   // directory with the runner, mounted at RuntimeMount
 	Workspace string   // the workspace, mounted at WorkspaceMount
 	Gen       string   // the generated servers package's directory, mounted at GenMount; "" for none
+	Skills    string   // the namespace's skills directory, mounted at SkillsMount; "" for none
 	TmpSize   int64
 }
 
@@ -98,11 +100,17 @@ func bwrapArgs(s bwrapSpec) []string {
 	if s.Gen != "" {
 		a = append(a, "--ro-bind", s.Gen, GenMount)
 	}
+	if s.Skills != "" {
+		a = append(a, "--ro-bind", s.Skills, SkillsMount)
+	}
 	if s.SeccompFD > 0 {
 		a = append(a, "--seccomp", fd(s.SeccompFD))
 	}
 	a = append(a, "--", s.Python, "-I", "-B", RuntimeMount+"/codecell_runner.py",
 		"--zygote", fd(s.CtlFD), "--isolated", "--scratch", "/tmp:/dev/shm")
+	if s.Skills != "" {
+		a = append(a, "--skills", SkillsMount)
+	}
 	if s.Gen != "" {
 		a = append(a, "--gen", GenMount)
 	}

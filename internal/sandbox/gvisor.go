@@ -108,6 +108,7 @@ func (m *Manager) startGVisor(ctx context.Context, tg target) (sandbox, error) {
 		Runtime:   m.runtime,
 		Workspace: workspace,
 		Gen:       m.opts.GenDir,
+		Skills:    tg.skills,
 		TmpSize:   m.limits.TmpSize,
 		OpenFiles: m.limits.OpenFiles,
 	})
@@ -455,6 +456,7 @@ type gvisorSpec struct {
 	Runtime   string     // directory with the runner, mounted at RuntimeMount
 	Workspace string     // the workspace, mounted read-write at WorkspaceMount
 	Gen       string     // the generated servers package, mounted at GenMount; "" for none
+	Skills    string     // the namespace's skills, mounted at SkillsMount; "" for none
 	TmpSize   int64
 	OpenFiles int
 	Args      []string // the container's command; nil means the runner in --oneshot mode
@@ -568,6 +570,9 @@ func ociConfig(s gvisorSpec) ociSpec {
 	if s.Gen != "" {
 		mounts = append(mounts, bind(s.Gen, GenMount, false))
 	}
+	if s.Skills != "" {
+		mounts = append(mounts, bind(s.Skills, SkillsMount, false))
+	}
 	// After /tmp: a directory under /tmp (tests) must not be hidden by it.
 	for _, b := range s.ReadOnly {
 		mounts = append(mounts, bind(b.Source, b.Dest, false))
@@ -579,6 +584,9 @@ func ociConfig(s gvisorSpec) ociSpec {
 	args := s.Args
 	if args == nil {
 		args = []string{s.Python, "-I", "-B", RuntimeMount + "/codecell_runner.py", "--oneshot"}
+		if s.Skills != "" {
+			args = append(args, "--skills", SkillsMount)
+		}
 		if s.Gen != "" {
 			args = append(args, "--gen", GenMount)
 		}

@@ -200,11 +200,17 @@ func (m *Manager) begin(ctx context.Context, req *Request, res *Result) (context
 
 // Warm fills the pool for workspace in the background.
 func (m *Manager) Warm(workspace string) {
-	if err := m.PrepareDir(workspace); err != nil {
+	m.WarmFor(Request{Workspace: workspace})
+}
+
+// WarmFor fills, in the background, the pool of the sandboxes that
+// executions like req run in: its workspace, interpreter and skills.
+func (m *Manager) WarmFor(req Request) {
+	if err := m.PrepareDir(req.Workspace); err != nil {
 		m.log.Warn("warm pool", "error", err)
 		return
 	}
-	m.refill(m.defaultTarget(workspace))
+	m.refill(m.targetOf(&req))
 }
 
 // Close kills every idle sandbox and waits for refills to stop.
@@ -365,6 +371,7 @@ type target struct {
 	dir       uint64 // the workspace directory's inode: a removed and recreated workspace is another target
 	python    string
 	readOnly  string // host directories exposed read-only at their own path, NUL-separated
+	skills    string // the namespace's skills directory (Request.Skills): namespaces never share a sandbox
 }
 
 // defaultTarget is the target of a workspace with the Manager's Python.
@@ -390,6 +397,7 @@ func (m *Manager) targetOf(req *Request) target {
 		tg.python = req.Python
 		tg.readOnly = strings.Join(req.ReadOnly, "\x00")
 	}
+	tg.skills = req.Skills
 	return tg
 }
 

@@ -33,6 +33,10 @@ type Request struct {
 	// shown read-only at their own paths; only used with Python.
 	Python   string
 	ReadOnly []string
+	// Skills is the host directory of the namespace's saved skills, the
+	// root of the code's "skills" package, shown read-only at SkillsMount
+	// (development: imported from where it is). "" means none.
+	Skills string
 
 	// Calls answers the code's calls to the host (tool calls, tool search);
 	// nil means the code can make none.

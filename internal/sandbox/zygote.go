@@ -74,6 +74,9 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 		if m.opts.GenDir != "" {
 			cmd.Args = append(cmd.Args, "--gen", m.opts.GenDir)
 		}
+		if tg.skills != "" {
+			cmd.Args = append(cmd.Args, "--skills", tg.skills)
+		}
 		cmd.Dir = workspace
 		cmd.Env = append([]string{}, minimalEnv...)
 		cmd.Env = append(cmd.Env, "HOME="+workspace, "LANG=C.UTF-8", "PYTHONUNBUFFERED=1", "MPLBACKEND=Agg")
@@ -88,6 +91,7 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 			Runtime:   m.runtime,
 			Workspace: workspace,
 			Gen:       m.opts.GenDir,
+			Skills:    tg.skills,
 			TmpSize:   m.limits.TmpSize,
 		})
 		seccompFile, err := pipeWith(m.opts.Seccomp)

@@ -534,6 +534,18 @@ def main(argv):
     if "--gen" in argv:
         sys.path.insert(0, argv[argv.index("--gen") + 1])
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    # The namespace's saved skills (--skills DIR) are the package "skills",
+    # one subpackage per skill. It is registered rather than put on sys.path,
+    # so it is the same at every level and a "skills" directory in the
+    # workspace cannot stand in for it.
+    if "--skills" in argv:
+        import importlib.machinery
+        import importlib.util
+        spec = importlib.machinery.ModuleSpec("skills", None, is_package=True)
+        spec.submodule_search_locations = [argv[argv.index("--skills") + 1]]
+        skills = importlib.util.module_from_spec(spec)
+        skills.__doc__ = "Saved skills: from skills.<name> import <function>."
+        sys.modules["skills"] = skills
     global _rpc
     from codecell import _rpc
     scratch = []
@@ -545,7 +557,8 @@ def main(argv):
     elif "--oneshot" in argv:
         oneshot()
     else:
-        sys.stderr.write("usage: codecell_runner.py --zygote FD [--isolated] [--scratch DIRS] | --oneshot\n")
+        sys.stderr.write("usage: codecell_runner.py --zygote FD [--isolated] [--scratch DIRS] | --oneshot"
+                         " [--gen DIR] [--skills DIR]\n")
         sys.exit(2)
 
 
