@@ -1,0 +1,61 @@
+package workspace
+
+import (
+	"io/fs"
+	"path"
+	"slices"
+)
+
+// Snapshot records the regular files of a workspace at one moment, by size,
+// modification time and inode, so that Changed can tell which files an
+// execution created or changed without reading them.
+type Snapshot struct {
+	files map[string]fileState
+	// Truncated says that the workspace held more than maxVisit entries
+	// and the rest were not recorded: changes among them go unseen.
+	Truncated bool
+}
+
+type fileState struct {
+	size, mtime int64
+	ino         uint64
+}
+
+// Snapshot walks the workspace (no file is opened, one stat per entry) and
+// records its regular files. Write's temporary files are left out. A
+// workspace that cannot be walked gives an empty snapshot.
+func (w *Workspace) Snapshot() Snapshot {
+	s := Snapshot{files: map[string]fileState{}}
+	visited := 0
+	w.walk(".", func(rel string, fi fs.FileInfo) error {
+		if visited++; visited > maxVisit {
+			s.Truncated = true
+			return fs.SkipAll
+		}
+		if fi.Mode().IsRegular() && !isTemp(path.Base(rel)) {
+			s.files[rel] = fileState{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ino: inode(fi)}
+		}
+		return nil
+	})
+	return s
+}
+
+// Changed returns the paths of the regular files in after that are not in
+// before or differ in size, modification time or inode, sorted. Files that
+// were deleted are not in it.
+func Changed(before, after Snapshot) []string {
+	var out []string
+	for p, st := range after.files {
+		if old, ok := before.files[p]; !ok || old != st {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Size returns the recorded size of a file in the snapshot, if it is there.
+func (s Snapshot) Size(p string) (int64, bool) {
+	st, ok := s.files[p]
+	return st.size, ok
+}

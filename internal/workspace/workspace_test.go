@@ -1,0 +1,486 @@
+package workspace
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fixture is a workspace beside a directory outside it that holds a secret,
+// with symbolic links that try to reach it.
+type fixture struct {
+	ws      *Workspace
+	dir     string // the workspace's host directory
+	outside string // a directory beside it
+}
+
+const secret = "the secret outside the workspace"
+
+func newFixture(t testing.TB, opts Options) *fixture {
+	t.Helper()
+	parent := t.TempDir()
+	f := &fixture{dir: filepath.Join(parent, "ws"), outside: filepath.Join(parent, "outside")}
+	must(t, os.Mkdir(f.outside, 0o755))
+	must(t, os.WriteFile(filepath.Join(f.outside, "secret.txt"), []byte(secret), 0o644))
+	ws, err := Open(f.dir, opts)
+	must(t, err)
+	t.Cleanup(func() { ws.Close() })
+	f.ws = ws
+	must(t, os.Symlink("../outside/secret.txt", filepath.Join(f.dir, "outfile")))
+	must(t, os.Symlink("../outside", filepath.Join(f.dir, "outdir")))
+	must(t, os.Symlink(filepath.Join(f.outside, "secret.txt"), filepath.Join(f.dir, "absfile")))
+	must(t, os.Symlink("/etc/passwd", filepath.Join(f.dir, "passwd")))
+	return f
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tempFiles lists Write's temporary files left anywhere under dir.
+func tempFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	var left []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && isTemp(d.Name()) {
+			left = append(left, p)
+		}
+		return nil
+	})
+	return left
+}
+
+func TestClean(t *testing.T) {
+	tests := []struct {
+		in, want string
+		err      error
+		msg      string
+	}{
+		{in: "a.txt", want: "a.txt"},
+		{in: "a//b/./c/", want: "a/b/c"},
+		{in: "a/../b", want: "b"},
+		{in: ".", want: "."},
+		{in: "a/..", want: "."},
+		{in: "", err: ErrInvalidPath, msg: "empty"},
+		{in: "a\x00b", err: ErrInvalidPath, msg: "NUL"},
+		{in: strings.Repeat("a/", 2100), err: ErrInvalidPath, msg: "the limit is 4096"},
+		{in: strings.Repeat("x", 256), err: ErrInvalidPath, msg: "the limit is 255"},
+		{in: "/etc/passwd", err: ErrOutside, msg: "absolute"},
+		{in: "..", err: ErrOutside, msg: ".."},
+		{in: "../x", err: ErrOutside, msg: ".."},
+		{in: "a/../../x", err: ErrOutside, msg: ".."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := Clean(tt.in)
+			if tt.err != nil {
+				if !errors.Is(err, tt.err) || !strings.Contains(err.Error(), tt.msg) {
+					t.Fatalf("Clean(%q) = %q, %v; want %v mentioning %q", tt.in, got, err, tt.err, tt.msg)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("Clean(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestRefusals tries every operation on every way out of the workspace.
+func TestRefusals(t *testing.T) {
+	f := newFixture(t, Options{})
+	paths := []string{
+		"../outside/secret.txt", // .. out
+		f.outside + "/secret.txt",
+		"/etc/passwd",       // absolute
+		"outfile",           // a symlinked file pointing out
+		"absfile",           // an absolute symlink
+		"passwd",            // an absolute symlink to a system file
+		"outdir/secret.txt", // a symlinked directory component
+		"outdir/new.txt",
+	}
+	ops := map[string]func(p string) error{
+		"read":    func(p string) error { _, err := f.ws.Read(p, 0, 0); return err },
+		"readall": func(p string) error { _, err := f.ws.ReadFile(p, 1<<20); return err },
+		"write":   func(p string) error { _, err := f.ws.Write(p, []byte("x")); return err },
+		"create":  func(p string) error { _, err := f.ws.Create(p, []byte("x")); return err },
+		"append":  func(p string) error { _, err := f.ws.Append(p, []byte("x"), true); return err },
+		"resolve": func(p string) error { _, err := f.ws.Resolve(p); return err },
+		"list":    func(p string) error { _, err := f.ws.List(p, "", 0); return err },
+		"delete":  func(p string) error { return f.ws.Delete(p, true) },
+	}
+	for name, op := range ops {
+		for _, p := range paths {
+			if name == "delete" && !strings.Contains(p, "/") {
+				continue // deleting a link removes the link itself: see TestDelete
+			}
+			if name == "create" && !strings.Contains(p, "/") {
+				continue // something is there: ErrExist, see below
+			}
+			t.Run(name+"/"+p, func(t *testing.T) {
+				err := op(p)
+				if !errors.Is(err, ErrOutside) {
+					t.Fatalf("%s(%q) = %v, want ErrOutside", name, p, err)
+				}
+				var we *Error
+				if !errors.As(err, &we) || we.Path != p {
+					t.Errorf("error %v does not name the path %q", err, p)
+				}
+				if strings.Contains(err.Error(), f.dir) {
+					t.Errorf("error %q names the host directory", err)
+				}
+			})
+		}
+	}
+	for _, p := range []string{"outfile", "absfile"} {
+		if _, err := f.ws.Create(p, []byte("x")); !errors.Is(err, ErrExist) {
+			t.Errorf("create(%q) = %v, want ErrExist", p, err)
+		}
+	}
+	got, err := os.ReadFile(filepath.Join(f.outside, "secret.txt"))
+	if err != nil || string(got) != secret {
+		t.Fatalf("the secret changed: %q, %v", got, err)
+	}
+	if ents, _ := os.ReadDir(f.outside); len(ents) != 1 {
+		t.Fatalf("something was created outside: %v", ents)
+	}
+	if left := tempFiles(t, filepath.Dir(f.dir)); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+func TestWriteRead(t *testing.T) {
+	f := newFixture(t, Options{})
+	e, err := f.ws.Write("deep/er/a.txt", []byte("hello"))
+	must(t, err)
+	if e.Path != "deep/er/a.txt" || e.Size != 5 || time.Since(e.ModTime) > time.Minute {
+		t.Fatalf("entry %+v", e)
+	}
+	must(t, os.Chmod(filepath.Join(f.dir, "deep/er/a.txt"), 0o755))
+	if _, err := f.ws.Write("deep/er/../er/a.txt", []byte("hello, world")); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(f.dir, "deep/er/a.txt"))
+	must(t, err)
+	if fi.Mode().Perm() != 0o755 {
+		t.Errorf("mode %v after a rewrite, want the old 0755", fi.Mode())
+	}
+	c, err := f.ws.Read("deep/er/a.txt", 0, 0)
+	must(t, err)
+	if string(c.Data) != "hello, world" || !c.Text || c.More || c.Size != 12 || c.MIMEType != "text/plain; charset=utf-8" {
+		t.Fatalf("chunk %+v", c)
+	}
+	// A symlink inside the workspace is followed for reading, refused for
+	// writing (it would be replaced, not written through).
+	must(t, os.Symlink("deep/er/a.txt", filepath.Join(f.dir, "link")))
+	if c, err := f.ws.Read("link", 0, 0); err != nil || string(c.Data) != "hello, world" {
+		t.Fatalf("read through an inner link: %v %v", c, err)
+	}
+	if _, err := f.ws.Write("link", []byte("x")); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("write over a link: %v", err)
+	}
+	for name, want := range map[string]string{"deep": "is a directory", ".": "workspace itself"} {
+		if _, err := f.ws.Write(name, []byte("x")); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("write %q: %v, want %q", name, err, want)
+		}
+	}
+	if _, err := f.ws.Read("missing", 0, 0); !errors.Is(err, ErrNotExist) {
+		t.Errorf("read missing: %v", err)
+	}
+	if left := tempFiles(t, f.dir); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+func TestCreateAppend(t *testing.T) {
+	f := newFixture(t, Options{})
+	_, err := f.ws.Create("c/x.py", []byte("a = 1"))
+	must(t, err)
+	if _, err := f.ws.Create("c/x.py", []byte("b")); !errors.Is(err, ErrExist) {
+		t.Fatalf("create over a file: %v", err)
+	}
+	_, err = f.ws.Append("c/x.py", []byte("b = 2\n"), true)
+	must(t, err)
+	_, err = f.ws.Append("c/x.py", []byte("c = 3"), false)
+	must(t, err)
+	got, err := f.ws.ReadFile("c/x.py", 100)
+	must(t, err)
+	if string(got) != "a = 1\nb = 2\nc = 3" {
+		t.Fatalf("content %q", got)
+	}
+	if _, err := f.ws.ReadFile("c/x.py", 5); err == nil || !strings.Contains(err.Error(), "the limit is 5") {
+		t.Fatalf("ReadFile over its limit: %v", err)
+	}
+	if _, err := f.ws.Append("c/missing.py", []byte("x"), true); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("append to a missing file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "c/missing.py")); err == nil {
+		t.Fatal("append created a file")
+	}
+	if left := tempFiles(t, f.dir); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+func TestQuota(t *testing.T) {
+	f := newFixture(t, Options{Quota: 100})
+	_, err := f.ws.Write("a", bytes.Repeat([]byte("a"), 60))
+	must(t, err)
+	// Replacing a file counts only its new size.
+	_, err = f.ws.Write("a", bytes.Repeat([]byte("a"), 90))
+	must(t, err)
+	_, err = f.ws.Write("b", bytes.Repeat([]byte("b"), 20))
+	var qe *QuotaError
+	if !errors.As(err, &qe) || qe.Used != 90 || qe.Quota != 100 || qe.Size != 20 {
+		t.Fatalf("write over quota: %v", err)
+	}
+	for _, want := range []string{"90", "100", "20", `"b"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %s", err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "b")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the refused write left a file: %v", err)
+	}
+	if _, err := f.ws.Append("a", bytes.Repeat([]byte("a"), 20), false); !errors.As(err, &qe) {
+		t.Fatalf("append over quota: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(f.dir, "a")); len(got) != 90 {
+		t.Fatalf("the refused append changed the file: %d bytes", len(got))
+	}
+	_, err = f.ws.Write("b", bytes.Repeat([]byte("b"), 10))
+	must(t, err)
+	if used, _ := f.ws.Usage(); used != 100 {
+		t.Errorf("usage %d, want 100", used)
+	}
+	if left := tempFiles(t, f.dir); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// TestFailedWriteLeavesNothing fails a write after its temporary file was
+// made.
+func TestFailedWriteLeavesNothing(t *testing.T) {
+	f := newFixture(t, Options{})
+	_, err := f.ws.Write("a.txt", []byte("old"))
+	must(t, err)
+	boom := errors.New("boom")
+	_, err = f.ws.put(modeWrite, "a.txt", 3, func(tmp, _ *os.File) error {
+		tmp.Write([]byte("ne"))
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(f.dir, "a.txt")); string(got) != "old" {
+		t.Fatalf("content %q after a failed write", got)
+	}
+	if left := tempFiles(t, f.dir); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+func TestRead(t *testing.T) {
+	f := newFixture(t, Options{})
+	png := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 40)...)
+	must(t, os.WriteFile(filepath.Join(f.dir, "img"), png, 0o644))
+	must(t, os.WriteFile(filepath.Join(f.dir, "d.json"), []byte(`{"a": 1}`), 0o644))
+	must(t, os.WriteFile(filepath.Join(f.dir, "u.txt"), []byte("aé€😀z"), 0o644)) // 1+2+3+4+1 bytes
+	must(t, syscall.Mkfifo(filepath.Join(f.dir, "fifo"), 0o644))
+	must(t, os.Mkdir(filepath.Join(f.dir, "dir"), 0o755))
+
+	c, err := f.ws.Read("img", 0, 0)
+	must(t, err)
+	if c.Text || c.MIMEType != "image/png" || !bytes.Equal(c.Data, png) {
+		t.Errorf("png: %+v", c)
+	}
+	c, err = f.ws.Read("d.json", 0, 0)
+	must(t, err)
+	if !c.Text || c.MIMEType != "application/json" {
+		t.Errorf("json: %+v", c)
+	}
+	// Pages of 4 bytes never cut a character.
+	var got []byte
+	for off := int64(0); ; {
+		c, err := f.ws.Read("u.txt", off, 4)
+		must(t, err)
+		if !c.Text || len(c.Data) == 0 {
+			t.Fatalf("page at %d: %+v", off, c)
+		}
+		got = append(got, c.Data...)
+		off += int64(len(c.Data))
+		if !c.More {
+			break
+		}
+	}
+	if string(got) != "aé€😀z" {
+		t.Errorf("pages joined: %q", got)
+	}
+	c, err = f.ws.Read("u.txt", 11, 0)
+	if err != nil || len(c.Data) != 0 || c.More {
+		t.Errorf("read at the end: %+v %v", c, err)
+	}
+	if _, err := f.ws.Read("u.txt", 12, 0); err == nil || !strings.Contains(err.Error(), "past the end") {
+		t.Errorf("read past the end: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := f.ws.Read("fifo", 0, 0); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("read a FIFO: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a FIFO blocked")
+	}
+	if _, err := f.ws.Read("dir", 0, 0); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("read a directory: %v", err)
+	}
+}
+
+func TestList(t *testing.T) {
+	f := newFixture(t, Options{})
+	for _, p := range []string{"a.csv", "data/b.csv", "data/c.txt", "data/sub/d.csv"} {
+		_, err := f.ws.Write(p, []byte("1234"))
+		must(t, err)
+	}
+	paths := func(l *Listing) string {
+		var ps []string
+		for _, e := range l.Entries {
+			ps = append(ps, e.Path)
+		}
+		return strings.Join(ps, " ")
+	}
+	tests := []struct {
+		dir, pattern string
+		limit        int
+		want         string
+		truncated    bool
+	}{
+		{dir: "", pattern: "*.csv", want: "a.csv data/b.csv data/sub/d.csv"},
+		{dir: "data", pattern: "", want: "data/b.csv data/c.txt data/sub data/sub/d.csv"},
+		{dir: ".", pattern: "data/*.csv", want: "data/b.csv"},
+		{dir: "", pattern: "", limit: 3, want: "a.csv absfile data", truncated: true},
+		{dir: "", pattern: "out*", want: "outdir outfile"}, // links are listed, not followed
+	}
+	for _, tt := range tests {
+		l, err := f.ws.List(tt.dir, tt.pattern, tt.limit)
+		must(t, err)
+		if got := paths(l); got != tt.want || l.Truncated != tt.truncated {
+			t.Errorf("List(%q, %q, %d) = %q truncated=%v, want %q %v", tt.dir, tt.pattern, tt.limit, got, l.Truncated, tt.want, tt.truncated)
+		}
+	}
+	l, err := f.ws.List("data", "", 0)
+	must(t, err)
+	if e := l.Entries[0]; e.Size != 4 || e.IsDir || e.ModTime.IsZero() {
+		t.Errorf("file entry %+v", e)
+	}
+	if e := l.Entries[2]; !e.IsDir || e.Size != 0 {
+		t.Errorf("directory entry %+v", e)
+	}
+	if l, _ := f.ws.List("", "outfile", 0); len(l.Entries) != 1 || !l.Entries[0].Symlink {
+		t.Errorf("symlink entry %+v", l.Entries)
+	}
+	if _, err := f.ws.List("a.csv", "", 0); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("list a file: %v", err)
+	}
+	if _, err := f.ws.List("", "[", 0); err == nil || !strings.Contains(err.Error(), "pattern") {
+		t.Errorf("bad pattern: %v", err)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	f := newFixture(t, Options{})
+	for _, p := range []string{"f.txt", "full/x.txt"} {
+		_, err := f.ws.Write(p, []byte("x"))
+		must(t, err)
+	}
+	must(t, os.Mkdir(filepath.Join(f.dir, "empty"), 0o755))
+	must(t, f.ws.Delete("f.txt", false))
+	must(t, f.ws.Delete("empty", false))
+	if err := f.ws.Delete("full", false); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("delete a full directory: %v", err)
+	}
+	must(t, f.ws.Delete("full", true))
+	// A link pointing out goes itself; its target stays.
+	must(t, f.ws.Delete("outdir", true))
+	must(t, f.ws.Delete("outfile", false))
+	if _, err := os.Stat(filepath.Join(f.outside, "secret.txt")); err != nil {
+		t.Fatalf("deleting a link removed its target: %v", err)
+	}
+	for _, p := range []string{".", "a/.."} {
+		if err := f.ws.Delete(p, true); err == nil || !strings.Contains(err.Error(), "workspace itself") {
+			t.Errorf("delete %q: %v", p, err)
+		}
+	}
+	if err := f.ws.Delete("f.txt", false); !errors.Is(err, ErrNotExist) {
+		t.Errorf("delete a missing file: %v", err)
+	}
+	ents, _ := os.ReadDir(f.dir)
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if got := strings.Join(left, " "); got != "absfile passwd" {
+		t.Errorf("left %q", got)
+	}
+}
+
+func TestSnapshot(t *testing.T) {
+	f := newFixture(t, Options{})
+	for _, p := range []string{"same", "touched", "replaced", "gone"} {
+		_, err := f.ws.Write(p, []byte("1234"))
+		must(t, err)
+	}
+	before := f.ws.Snapshot()
+	must(t, os.WriteFile(filepath.Join(f.dir, "touched"), []byte("5678"), 0o644))
+	future := time.Now().Add(time.Hour)
+	must(t, os.Chtimes(filepath.Join(f.dir, "touched"), future, future))
+	_, err := f.ws.Write("replaced", []byte("1234"))
+	must(t, err)
+	_, err = f.ws.Write("new/file", []byte("x"))
+	must(t, err)
+	must(t, os.Remove(filepath.Join(f.dir, "gone")))
+	got := strings.Join(Changed(before, f.ws.Snapshot()), " ")
+	if want := "new/file replaced touched"; got != want {
+		t.Fatalf("changed %q, want %q", got, want)
+	}
+	if n, ok := before.Size("same"); !ok || n != 4 {
+		t.Errorf("size %d %v", n, ok)
+	}
+}
+
+func TestOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("changing owners needs root")
+	}
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "ws")
+	ws, err := Open(dir, Options{Owner: 65534})
+	must(t, err)
+	defer ws.Close()
+	_, err = ws.Write("a/b/c.txt", []byte("x"))
+	must(t, err)
+	_, err = ws.Create("a/d.txt", []byte("x"))
+	must(t, err)
+	for _, p := range []string{"", "a", "a/b", "a/b/c.txt", "a/d.txt"} {
+		fi, err := os.Lstat(filepath.Join(dir, p))
+		must(t, err)
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != 65534 || st.Gid != 65534 {
+			t.Errorf("%q owned by %d:%d, want 65534", p, st.Uid, st.Gid)
+		}
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Errorf("workspace mode %v, want 0700", fi.Mode())
+	}
+}
