@@ -37,6 +37,7 @@ type ExecuteCodeOutput struct {
 	DurationMS     float64            `json:"duration_ms" jsonschema:"Wall-clock time of the execution in milliseconds."`
 	ToolCalls      ToolCalls          `json:"tool_calls" jsonschema:"Calls the code made to upstream tools."`
 	Files          []string           `json:"files" jsonschema:"Workspace files the code created or changed."`
+	FilesOmitted   int                `json:"files_omitted,omitempty" jsonschema:"Changed files beyond the 100 in files."`
 	SessionID      string             `json:"session_id,omitempty" jsonschema:"The session used, if any."`
 	ContextSavings ContextSavings     `json:"context_savings" jsonschema:"Bytes of tool results that stayed in the sandbox against bytes returned."`
 	Isolation      string             `json:"isolation" jsonschema:"The isolation level the code ran under."`
@@ -68,6 +69,7 @@ func (s *Server) addExecTools() {
 		Description: "Run Python code in an isolated sandbox and return its stdout, stderr, result value and error. Use it to do whole tasks in one call: compute, filter and summarize inside the sandbox and return only the answer.",
 	}, s.executeCode)
 	s.addSessionTools()
+	s.addCodeFileTools()
 }
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeInput) (*mcp.CallToolResult, ExecuteCodeOutput, error) {
@@ -113,6 +115,7 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	if err := s.withEnvironment(j.Namespace, &sreq); err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
+	watch := s.watchFiles(j.Namespace) // the workspace before, for out.Files
 	res, err := s.execute(ctx, j, sreq)
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
@@ -127,12 +130,16 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 		return nil, ExecuteCodeOutput{}, fmt.Errorf("tokenize personal data: %w", err)
 	}
 	out.ContextSavings.ReturnedBytes = returnedBytes(out)
+	content, err := watch.report(ctx, &out, render(out)) // out.Files, and their links
+	if err != nil {
+		return nil, ExecuteCodeOutput{}, err
+	}
 	s.recordExecution(ctx, j, out) // committed before the result returns
 	s.log.Info("execution", "namespace", j.Namespace, "ok", out.OK, "error_type", errorType(res),
 		"duration_ms", out.DurationMS, "isolation", out.Isolation)
 	return &mcp.CallToolResult{
 		IsError: !out.OK,
-		Content: []mcp.Content{&mcp.TextContent{Text: render(out)}},
+		Content: content,
 	}, out, nil
 }
 

@@ -120,6 +120,9 @@ func New(opts Options) (*Server, error) {
 	if slices.Contains(opts.Config.Toolsets, "discovery") {
 		s.addDiscoveryTools()
 	}
+	if slices.Contains(opts.Config.Toolsets, "workspace") {
+		s.addWorkspaceTools()
+	}
 	if slices.Contains(opts.Config.Toolsets, "env") && s.envs != nil {
 		s.addEnvTools()
 	}

@@ -456,3 +456,21 @@ func (w *Workspace) Usage() (int64, error) {
 	})
 	return total, err
 }
+
+// Stat describes what name is, following symbolic links inside the
+// workspace.
+func (w *Workspace) Stat(name string) (Entry, error) {
+	clean, err := Clean(name)
+	if err != nil {
+		return Entry{}, &Error{Op: "stat", Path: name, Err: err}
+	}
+	fi, err := w.root.Stat(clean)
+	if err != nil {
+		return Entry{}, fail("stat", name, err)
+	}
+	e := Entry{Path: filepath.ToSlash(clean), ModTime: fi.ModTime(), IsDir: fi.IsDir()}
+	if !e.IsDir {
+		e.Size = fi.Size()
+	}
+	return e, nil
+}

@@ -1,0 +1,95 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codecell/codecell/internal/config"
+)
+
+func TestCodeFiles(t *testing.T) {
+	ex := &scriptExecutor{}
+	cs, dir := wsClient(t, ex, func(c *config.Config) { c.PII.Mode = "off" })
+
+	var f CodeFileOutput
+	mustCall(t, cs, "initialize_code_file", map[string]any{"content": "import sys"}, &f)
+	if f.Path != "code/cell_1.py" || f.Lines != 1 || f.Size != 10 {
+		t.Fatalf("first: %+v", f)
+	}
+	mustCall(t, cs, "initialize_code_file", map[string]any{"content": "x = 1\n"}, &f)
+	if f.Path != "code/cell_2.py" {
+		t.Fatalf("second: %+v", f)
+	}
+	text := mustCall(t, cs, "append_to_code_file", map[string]any{"path": "code/cell_1.py", "content": "print(sys.argv)"}, &f)
+	if f.Lines != 2 || !strings.Contains(text, "code/cell_1.py (2 lines)") {
+		t.Fatalf("append: %+v %q", f, text)
+	}
+	text = mustCall(t, cs, "read_code_file", map[string]any{"path": "code/cell_1.py"}, &f)
+	if f.Content != "import sys\nprint(sys.argv)" || !strings.Contains(text, "print(sys.argv)") {
+		t.Fatalf("read: %+v %q", f, text)
+	}
+	mustCall(t, cs, "initialize_code_file", map[string]any{"content": "a = 1", "filename": "tools/a.py"}, &f)
+	mustCall(t, cs, "initialize_code_file", map[string]any{"content": "a = 2", "filename": "tools/a.py"}, &f)
+	if got, _ := os.ReadFile(filepath.Join(dir, "tools/a.py")); string(got) != "a = 2" {
+		t.Fatalf("a named file is replaced: %q", got)
+	}
+
+	var out ExecuteCodeOutput
+	mustCall(t, cs, "execute_code_file", map[string]any{"path": "code/cell_1.py", "args": []string{"x", "--y=1"}, "timeout_seconds": 5}, &out)
+	req := ex.last()
+	if req.Code != "import sys\nprint(sys.argv)" || req.Filename != "code/cell_1.py" || !slices.Equal(req.Args, []string{"x", "--y=1"}) || req.Timeout != 5*time.Second {
+		t.Fatalf("request: code %q filename %q args %q timeout %v", req.Code, req.Filename, req.Args, req.Timeout)
+	}
+}
+
+func TestCodeFileRefusals(t *testing.T) {
+	cs, dir := wsClient(t, &scriptExecutor{}, nil)
+	mustCall(t, cs, "initialize_code_file", map[string]any{"content": "x = 1", "filename": "a.py"}, nil)
+	if err := os.WriteFile(filepath.Join(dir, "empty.py"), []byte("\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bin.py"), []byte("\xff\xfe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "out.py")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"initialize_code_file", map[string]any{"content": "x", "filename": "a.txt"}, "invalid argument filename"},
+		{"initialize_code_file", map[string]any{"content": "x", "filename": ".py"}, "invalid argument filename"},
+		{"initialize_code_file", map[string]any{"content": "x", "filename": "../a.py"}, "invalid argument filename"},
+		{"initialize_code_file", map[string]any{"content": "x", "filename": "/tmp/a.py"}, "invalid argument filename"},
+		{"initialize_code_file", map[string]any{"content": strings.Repeat("x", maxCode+1)}, "invalid argument content"},
+		{"append_to_code_file", map[string]any{"path": "missing.py", "content": "x"}, "no such file"},
+		{"append_to_code_file", map[string]any{"path": "a.py", "content": strings.Repeat("x", maxCode)}, "invalid argument content"},
+		{"append_to_code_file", map[string]any{"path": "out.py", "content": "x"}, "invalid argument path"},
+		{"read_code_file", map[string]any{"path": "out.py"}, "invalid argument path"},
+		{"read_code_file", map[string]any{"path": "bin.py"}, "not UTF-8"},
+		{"execute_code_file", map[string]any{"path": "missing.py"}, "no such file"},
+		{"execute_code_file", map[string]any{"path": "empty.py"}, "holds no code"},
+		{"execute_code_file", map[string]any{"path": "a.py", "timeout_seconds": 0.5}, "invalid argument timeout_seconds"},
+		{"execute_code_file", map[string]any{"path": "a.py", "args": make([]string, maxArgs+1)}, "invalid argument args"},
+		{"execute_code_file", map[string]any{"path": "a.py", "args": []string{strings.Repeat("x", maxArgBytes+1)}}, "invalid argument args"},
+		{"execute_code_file", map[string]any{"path": "a.py", "args": []string{"a\x00b"}}, "NUL"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.tool, len(fmt.Sprint(tt.args)), tt.want), func(t *testing.T) {
+			res, text := callTool(t, cs, tt.tool, tt.args)
+			if !res.IsError || !strings.Contains(text, tt.want) {
+				t.Fatalf("%v, %.200q; want an error with %q", res.IsError, text, tt.want)
+			}
+		})
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "a.py")); string(got) != "x = 1" {
+		t.Fatalf("a refused append changed the file: %q", got)
+	}
+}

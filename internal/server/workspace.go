@@ -1,0 +1,403 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"mime"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/pii"
+	"github.com/codecell/codecell/internal/workspace"
+)
+
+// maxWrite bounds the content of one write_workspace_file call, after
+// base64 decoding; the workspace's quota bounds the total.
+const maxWrite = 16 << 20
+
+// WriteWorkspaceFileInput is the input of write_workspace_file.
+type WriteWorkspaceFileInput struct {
+	Path     string `json:"path" jsonschema:"File path relative to the workspace; missing directories are created."`
+	Content  string `json:"content" jsonschema:"The file's new content."`
+	Encoding string `json:"encoding,omitempty" jsonschema:"text (default) or base64."`
+}
+
+// WorkspaceEntry is a file or directory of the workspace.
+type WorkspaceEntry struct {
+	Path    string `json:"path" jsonschema:"Relative to the workspace."`
+	Size    int64  `json:"size" jsonschema:"Bytes; 0 for a directory."`
+	ModTime string `json:"mod_time" jsonschema:"Last modification, RFC 3339."`
+	IsDir   bool   `json:"is_dir,omitempty"`
+	Symlink bool   `json:"symlink,omitempty"`
+}
+
+// ReadWorkspaceFileInput is the input of read_workspace_file.
+type ReadWorkspaceFileInput struct {
+	Path   string `json:"path" jsonschema:"File path relative to the workspace."`
+	Offset int64  `json:"offset,omitempty" jsonschema:"Byte offset to start at; default 0."`
+	Limit  int64  `json:"limit,omitempty" jsonschema:"Bytes to read, at most 1048576; default 262144."`
+}
+
+// ReadWorkspaceFileOutput is the result of read_workspace_file.
+type ReadWorkspaceFileOutput struct {
+	Path       string `json:"path"`
+	Content    string `json:"content" jsonschema:"The bytes read, as text or base64."`
+	Encoding   string `json:"encoding" jsonschema:"text, or base64 for binary data."`
+	MIMEType   string `json:"mime_type"`
+	Size       int64  `json:"size" jsonschema:"The whole file's size in bytes."`
+	Offset     int64  `json:"offset"`
+	Length     int64  `json:"length" jsonschema:"Bytes read."`
+	More       bool   `json:"more" jsonschema:"True when bytes remain: read on at next_offset."`
+	NextOffset int64  `json:"next_offset,omitempty"`
+}
+
+// ListWorkspaceFilesInput is the input of list_workspace_files.
+type ListWorkspaceFilesInput struct {
+	Path    string `json:"path,omitempty" jsonschema:"Directory to list, relative to the workspace; default all of it."`
+	Pattern string `json:"pattern,omitempty" jsonschema:"Glob on each path or base name, e.g. *.csv."`
+}
+
+// ListWorkspaceFilesOutput is the result of list_workspace_files.
+type ListWorkspaceFilesOutput struct {
+	Files     []WorkspaceEntry `json:"files"`
+	Truncated bool             `json:"truncated" jsonschema:"More matched than the 1000 returned."`
+}
+
+// DeleteWorkspaceFileInput is the input of delete_workspace_file.
+type DeleteWorkspaceFileInput struct {
+	Path      string `json:"path" jsonschema:"File, link or directory, relative to the workspace."`
+	Recursive bool   `json:"recursive,omitempty" jsonschema:"Delete a non-empty directory with its contents."`
+}
+
+// DeleteWorkspaceFileOutput is the result of delete_workspace_file.
+type DeleteWorkspaceFileOutput struct {
+	Deleted string `json:"deleted"`
+}
+
+func (s *Server) addWorkspaceTools() {
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "write_workspace_file",
+		Title:       "Write a workspace file",
+		Description: "Write a file in the workspace, the sandbox's working directory, replacing it atomically.",
+	}, s.writeWorkspaceFile)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "read_workspace_file",
+		Title:       "Read a workspace file",
+		Description: "Read a workspace file: text, or base64 with a MIME type for binary data. Large files are read in pages.",
+	}, s.readWorkspaceFile)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "list_workspace_files",
+		Title:       "List workspace files",
+		Description: "List workspace files recursively with sizes and modification times.",
+	}, s.listWorkspaceFiles)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "delete_workspace_file",
+		Title:       "Delete a workspace file",
+		Description: "Delete a workspace file, link or directory.",
+	}, s.deleteWorkspaceFile)
+}
+
+// sandboxUser is the host uid and gid of a root-run codecell's sandboxes
+// (nobody; sandbox.Manager.HostUser).
+const sandboxUser = 65534
+
+// hostUser is what an Executor that maps its sandbox's user to a host user
+// says about it; *sandbox.Manager does.
+type hostUser interface{ HostUser() string }
+
+// openWorkspace opens a namespace's workspace, creating it if need be. What
+// it creates belongs to the host user the sandbox's code runs as, so that
+// the code can change it. The caller closes it.
+func (s *Server) openWorkspace(ns string) (*workspace.Workspace, error) {
+	opts := workspace.Options{Quota: s.cfg.Sandbox.WorkspaceQuota}
+	if h, ok := s.exec.(hostUser); ok && h.HostUser() == "nobody" {
+		opts.Owner = sandboxUser
+	}
+	return workspace.Open(s.Workspace(ns), opts)
+}
+
+// Paths carry personal data too (report_ada@example.org.csv): the paths
+// codecell returns are tokenized like everything else, and the tokens in
+// path arguments are restored, so a path the model saw finds its file.
+
+// pathArg restores the tokens in a path argument.
+func (s *Server) pathArg(ctx context.Context, ns, p string) (string, error) {
+	if s.privacy.det == nil || !strings.Contains(p, "[") {
+		return p, nil
+	}
+	return pii.Restore(p, s.privacy.vault(ctx, ns))
+}
+
+// wsError is the tool error for a failed workspace operation: a bad path is
+// a bad argument of field; the message, which names the path as restored,
+// is tokenized.
+func (s *Server) wsError(ctx context.Context, ns, field string, err error) error {
+	msg, terr := s.privacy.text(ctx, ns, err.Error())
+	if terr != nil {
+		return fmt.Errorf("tokenize personal data: %w", terr)
+	}
+	if errors.Is(err, workspace.ErrInvalidPath) || errors.Is(err, workspace.ErrOutside) {
+		return fieldError(field, "%s", msg)
+	}
+	return errors.New(msg)
+}
+
+func (s *Server) writeWorkspaceFile(ctx context.Context, req *mcp.CallToolRequest, in WriteWorkspaceFileInput) (*mcp.CallToolResult, WorkspaceEntry, error) {
+	ns := namespaceOf(req)
+	data := []byte(in.Content)
+	switch in.Encoding {
+	case "", "text":
+	case "base64":
+		var err error
+		if data, err = base64.StdEncoding.DecodeString(in.Content); err != nil {
+			return nil, WorkspaceEntry{}, fieldError("content", "is not valid base64: %v", err)
+		}
+	default:
+		return nil, WorkspaceEntry{}, fieldError("encoding", "%q is not text or base64", in.Encoding)
+	}
+	if len(data) > maxWrite {
+		return nil, WorkspaceEntry{}, fieldError("content", "is %d bytes; the limit is %d", len(data), maxWrite)
+	}
+	p, err := s.pathArg(ctx, ns, in.Path)
+	if err != nil {
+		return nil, WorkspaceEntry{}, err
+	}
+	ws, err := s.openWorkspace(ns)
+	if err != nil {
+		return nil, WorkspaceEntry{}, err
+	}
+	defer ws.Close()
+	e, err := ws.Write(p, data)
+	if err != nil {
+		return nil, WorkspaceEntry{}, s.wsError(ctx, ns, "path", err)
+	}
+	out, err := s.shownEntry(ctx, ns, e)
+	if err != nil {
+		return nil, WorkspaceEntry{}, err
+	}
+	return textResult(fmt.Sprintf("wrote %s (%d bytes)\n", out.Path, out.Size)), out, nil
+}
+
+func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.CallToolRequest, in ReadWorkspaceFileInput) (*mcp.CallToolResult, ReadWorkspaceFileOutput, error) {
+	ns := namespaceOf(req)
+	if in.Offset < 0 {
+		return nil, ReadWorkspaceFileOutput{}, fieldError("offset", "must not be negative")
+	}
+	if in.Limit < 0 || in.Limit > workspace.MaxReadLimit {
+		return nil, ReadWorkspaceFileOutput{}, fieldError("limit", "%d is out of range; it must be from 1 to %d", in.Limit, workspace.MaxReadLimit)
+	}
+	p, err := s.pathArg(ctx, ns, in.Path)
+	if err != nil {
+		return nil, ReadWorkspaceFileOutput{}, err
+	}
+	ws, err := s.openWorkspace(ns)
+	if err != nil {
+		return nil, ReadWorkspaceFileOutput{}, err
+	}
+	defer ws.Close()
+	c, err := ws.Read(p, in.Offset, in.Limit)
+	if err != nil {
+		return nil, ReadWorkspaceFileOutput{}, s.wsError(ctx, ns, "path", err)
+	}
+	out := ReadWorkspaceFileOutput{
+		Encoding: "text", MIMEType: c.MIMEType, Size: c.Size, Offset: c.Offset,
+		Length: int64(len(c.Data)), More: c.More,
+	}
+	if c.More {
+		out.NextOffset = c.Offset + out.Length
+	}
+	if out.Path, err = s.privacy.text(ctx, ns, c.Path); err != nil {
+		return nil, ReadWorkspaceFileOutput{}, fmt.Errorf("tokenize personal data: %w", err)
+	}
+	if c.Text {
+		// The file's text reaches the model with its personal data as
+		// tokens, as execute_code's output does (SPEC §7).
+		if out.Content, err = s.privacy.text(ctx, ns, string(c.Data)); err != nil {
+			return nil, ReadWorkspaceFileOutput{}, fmt.Errorf("tokenize personal data: %w", err)
+		}
+	} else {
+		out.Encoding, out.Content = "base64", base64.StdEncoding.EncodeToString(c.Data)
+	}
+	return textResult(renderRead(out)), out, nil
+}
+
+func renderRead(out ReadWorkspaceFileOutput) string {
+	var b strings.Builder
+	if out.Encoding == "base64" {
+		fmt.Fprintf(&b, "[binary %s, %d bytes; base64:]\n", out.MIMEType, out.Size)
+	}
+	b.WriteString(out.Content)
+	if out.More {
+		if !strings.HasSuffix(out.Content, "\n") {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "[bytes %d-%d of %d; read on at offset %d]\n", out.Offset, out.Offset+out.Length, out.Size, out.NextOffset)
+	}
+	return b.String()
+}
+
+func (s *Server) listWorkspaceFiles(ctx context.Context, req *mcp.CallToolRequest, in ListWorkspaceFilesInput) (*mcp.CallToolResult, ListWorkspaceFilesOutput, error) {
+	ns := namespaceOf(req)
+	if _, err := path.Match(in.Pattern, ""); err != nil {
+		return nil, ListWorkspaceFilesOutput{}, fieldError("pattern", "%q is not a valid glob: %v", in.Pattern, err)
+	}
+	p, err := s.pathArg(ctx, ns, in.Path)
+	if err != nil {
+		return nil, ListWorkspaceFilesOutput{}, err
+	}
+	ws, err := s.openWorkspace(ns)
+	if err != nil {
+		return nil, ListWorkspaceFilesOutput{}, err
+	}
+	defer ws.Close()
+	l, err := ws.List(p, in.Pattern, workspace.DefaultListLimit)
+	if err != nil {
+		return nil, ListWorkspaceFilesOutput{}, s.wsError(ctx, ns, "path", err)
+	}
+	out := ListWorkspaceFilesOutput{Files: make([]WorkspaceEntry, 0, len(l.Entries)), Truncated: l.Truncated}
+	var b strings.Builder
+	for _, e := range l.Entries {
+		we, err := s.shownEntry(ctx, ns, e)
+		if err != nil {
+			return nil, ListWorkspaceFilesOutput{}, err
+		}
+		out.Files = append(out.Files, we)
+		switch {
+		case we.IsDir:
+			fmt.Fprintf(&b, "%s/\n", we.Path)
+		case we.Symlink:
+			fmt.Fprintf(&b, "%s@\n", we.Path)
+		default:
+			fmt.Fprintf(&b, "%s\t%d\t%s\n", we.Path, we.Size, we.ModTime)
+		}
+	}
+	if len(out.Files) == 0 {
+		b.WriteString("(no files)\n")
+	}
+	if out.Truncated {
+		fmt.Fprintf(&b, "[truncated at %d entries]\n", len(out.Files))
+	}
+	return textResult(b.String()), out, nil
+}
+
+func (s *Server) deleteWorkspaceFile(ctx context.Context, req *mcp.CallToolRequest, in DeleteWorkspaceFileInput) (*mcp.CallToolResult, DeleteWorkspaceFileOutput, error) {
+	ns := namespaceOf(req)
+	p, err := s.pathArg(ctx, ns, in.Path)
+	if err != nil {
+		return nil, DeleteWorkspaceFileOutput{}, err
+	}
+	ws, err := s.openWorkspace(ns)
+	if err != nil {
+		return nil, DeleteWorkspaceFileOutput{}, err
+	}
+	defer ws.Close()
+	if err := ws.Delete(p, in.Recursive); err != nil {
+		return nil, DeleteWorkspaceFileOutput{}, s.wsError(ctx, ns, "path", err)
+	}
+	clean, _ := workspace.Clean(p)
+	shown, err := s.privacy.text(ctx, ns, clean)
+	if err != nil {
+		return nil, DeleteWorkspaceFileOutput{}, fmt.Errorf("tokenize personal data: %w", err)
+	}
+	return textResult("deleted " + shown + "\n"), DeleteWorkspaceFileOutput{Deleted: shown}, nil
+}
+
+// shownEntry is an entry as the model sees it, its path tokenized.
+func (s *Server) shownEntry(ctx context.Context, ns string, e workspace.Entry) (WorkspaceEntry, error) {
+	p, err := s.privacy.text(ctx, ns, e.Path)
+	if err != nil {
+		return WorkspaceEntry{}, fmt.Errorf("tokenize personal data: %w", err)
+	}
+	return WorkspaceEntry{Path: p, Size: e.Size, ModTime: e.ModTime.UTC().Format(time.RFC3339), IsDir: e.IsDir, Symlink: e.Symlink}, nil
+}
+
+// maxReportedFiles bounds the files an execution reports; the rest are
+// counted in files_omitted.
+const maxReportedFiles = 100
+
+// fileWatch remembers a workspace's files before an execution, to report
+// after it which ones the code created or changed (SPEC §4.1 files).
+type fileWatch struct {
+	s      *Server
+	ns     string
+	ok     bool // the snapshot was taken
+	before workspace.Snapshot
+}
+
+// watchFiles snapshots a namespace's workspace before an execution. The
+// snapshot walks the workspace (one stat per entry, no file is read), and
+// runs twice per execution: microseconds for a small workspace, some
+// milliseconds for tens of thousands of files; past 100,000 entries the rest
+// go unseen.
+func (s *Server) watchFiles(ns string) *fileWatch {
+	w := &fileWatch{s: s, ns: ns}
+	w.before, w.ok = w.snapshot()
+	return w
+}
+
+func (w *fileWatch) snapshot() (workspace.Snapshot, bool) {
+	ws, err := w.s.openWorkspace(w.ns)
+	if err != nil {
+		w.s.log.Warn("snapshot workspace", "namespace", w.ns, "error", err)
+		return workspace.Snapshot{}, false
+	}
+	defer ws.Close()
+	return ws.Snapshot(), true
+}
+
+// report fills out.Files with the files created or changed since
+// watchFiles, their paths tokenized, and returns the result's content: the
+// text rendering with a line naming them, then a resource link for each.
+// A link's URI is file:///workspace/<path>, where the sandbox's code sees
+// the file; read_workspace_file reads it by its path.
+func (w *fileWatch) report(ctx context.Context, out *ExecuteCodeOutput, text string) ([]mcp.Content, error) {
+	content := []mcp.Content{&mcp.TextContent{Text: text}}
+	if !w.ok {
+		return content, nil
+	}
+	after, ok := w.snapshot()
+	if !ok {
+		return content, nil
+	}
+	changed := workspace.Changed(w.before, after)
+	if len(changed) > maxReportedFiles {
+		out.FilesOmitted = len(changed) - maxReportedFiles
+		changed = changed[:maxReportedFiles]
+	}
+	out.Files = make([]string, 0, len(changed))
+	for _, p := range changed {
+		shown, err := w.s.privacy.text(ctx, w.ns, p)
+		if err != nil {
+			return nil, fmt.Errorf("tokenize personal data: %w", err)
+		}
+		out.Files = append(out.Files, shown)
+		link := &mcp.ResourceLink{URI: fileURI(shown), Name: shown, MIMEType: mime.TypeByExtension(path.Ext(p))}
+		if size, ok := after.Size(p); ok {
+			link.Size = &size
+		}
+		content = append(content, link)
+	}
+	if len(out.Files) > 0 {
+		line := "[files] " + strings.Join(out.Files, ", ")
+		if out.FilesOmitted > 0 {
+			line += fmt.Sprintf(" and %d more", out.FilesOmitted)
+		}
+		content[0] = &mcp.TextContent{Text: text + line + "\n"}
+	}
+	return content, nil
+}
+
+// fileURI is the URI of a workspace file: its path in the sandbox.
+func fileURI(p string) string {
+	parts := strings.Split(p, "/")
+	for i, part := range parts {
+		parts[i] = url.PathEscape(part)
+	}
+	return "file:///workspace/" + strings.Join(parts, "/")
+}
