@@ -13,6 +13,7 @@ import (
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/seccomp"
 	"github.com/codecell/codecell/internal/server"
+	"github.com/codecell/codecell/internal/skills"
 	"github.com/codecell/codecell/internal/store"
 	"github.com/codecell/codecell/internal/upstream"
 )
@@ -124,7 +125,13 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		DataDir: dataDir, SystemPython: sb.Python, Wheelhouse: sb.Wheelhouse, IndexURL: sb.IndexURL,
 		UV: lookPath("uv"), Conda: lookPath("conda"), Runner: mgr, Store: db,
 	})
-	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, GenDir: genDir, DataDir: dataDir, Version: version, Logger: log})
+	skillsMgr, err := skills.New(skills.Options{Store: db, Dir: skillsDir(dataDir), Logger: log})
+	if err != nil {
+		mgr.Close()
+		db.Close()
+		return nil, err
+	}
+	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, Skills: skillsMgr, GenDir: genDir, DataDir: dataDir, Version: version, Logger: log})
 	if err != nil {
 		mgr.Close()
 		db.Close()

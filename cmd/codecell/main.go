@@ -35,6 +35,7 @@ var commands = map[string]command{
 	"doctor":  {"check which isolation levels work on this host", runDoctor},
 	"version": {"print version, commit and Go version", runVersion},
 	"tools":   {"list, search or show the upstream tools (tools list | search QUERY | show NAME)", runTools},
+	"skills":  {"list, show or delete saved skills (skills list [QUERY] | show NAME [--version N] | delete NAME)", runSkills},
 	"bench":   {"measure latency, throughput, tool calls, memory and context savings (SPEC §10)", runBench},
 }
 

@@ -49,7 +49,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer a.close()
-	a.sandbox.Warm(a.server.Workspace(server.DefaultNamespace))
+	a.sandbox.WarmFor(a.server.WarmRequest(ctx, server.DefaultNamespace))
 	if *addr == "" {
 		a.log.Info("serving MCP over stdio", "isolation", a.sandbox.Level())
 		err := a.server.MCP().Run(ctx, &mcp.StdioTransport{})

@@ -160,6 +160,7 @@ for n in names:
 func (s *Server) checkPackages(ctx context.Context, ns string, names []string) ([]PackageState, error) {
 	req := sandbox.Request{
 		Workspace: s.Workspace(ns),
+		Skills:    s.skillsDir(ctx, ns),
 		Code:      checkPackageCode,
 		Context:   map[string]any{"names": names},
 		Timeout:   30 * time.Second,

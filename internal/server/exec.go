@@ -104,6 +104,7 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	calls := &execCalls{s: s, ns: j.Namespace}
 	sreq := sandbox.Request{
 		Workspace:    s.Workspace(j.Namespace),
+		Skills:       s.skillsDir(ctx, j.Namespace),
 		Code:         j.Code,
 		Context:      j.Context,
 		Args:         j.Args,

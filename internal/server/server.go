@@ -17,6 +17,7 @@ import (
 	"github.com/codecell/codecell/internal/envs"
 	"github.com/codecell/codecell/internal/pii"
 	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/skills"
 	"github.com/codecell/codecell/internal/store"
 	"github.com/codecell/codecell/internal/upstream"
 )
@@ -47,7 +48,10 @@ type Options struct {
 	Store     *store.Store   // the PII vault and the execution log; nil keeps tokens in memory, logs no executions and leaves out get_execution_stats
 	// GenDir is where the generated servers package is published for the
 	// sandbox (sandbox.Options.GenDir); "" means it is not written.
-	GenDir  string
+	GenDir string
+	// Skills keeps the saved skills; nil leaves out the skills toolset and
+	// executions have no skills package.
+	Skills  *skills.Manager
 	Version string       // reported to clients; "" means "dev"
 	Logger  *slog.Logger // nil means silent
 }
@@ -65,6 +69,7 @@ type Server struct {
 	dataDir string
 	// sessions are the live interpreters of execute_code's session_id.
 	sessions *sessions
+	skills   *skills.Manager // nil: no skills
 	log      *slog.Logger
 	mcp      *mcp.Server
 }
@@ -96,6 +101,7 @@ func New(opts Options) (*Server, error) {
 		s.up = noUpstreams{}
 	}
 	s.privacy = &privacy{store: opts.Store}
+	s.skills = opts.Skills
 	opener, _ := opts.Executor.(SessionOpener)
 	s.sessions = newSessions(opener, opts.Store, opts.Config.Sessions.IdleTimeout, opts.Config.Sessions.MaxPerNamespace, log)
 	if opts.Config.PII.Mode != "off" {
@@ -131,6 +137,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if slices.Contains(opts.Config.Toolsets, "privacy") {
 		s.addPrivacyTools()
+	}
+	if slices.Contains(opts.Config.Toolsets, "skills") && s.skills != nil {
+		s.addSkillTools()
 	}
 	if slices.Contains(opts.Config.Toolsets, "stats") {
 		s.addStatsTools()

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestSkillsEndToEnd: a skill saved over MCP is imported by execute_code in a
+// production sandbox; a second save is version 2 and what imports see;
+// version 1 still loads; the codecell skills command (another process on the
+// same data dir) lists, shows and deletes; a deleted skill no longer
+// imports.
+func TestSkillsEndToEnd(t *testing.T) {
+	requireProduction(t)
+	cfgPath, dataDir := testDirs(t, testConfig)
+	cmd := exec.Command(binary, "serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn")
+	cmd.Stderr = os.Stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	tool := func(name string, args map[string]any, out any) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: protocol error %v", name, err)
+		}
+		if out != nil && res.StructuredContent != nil {
+			raw, _ := json.Marshal(res.StructuredContent)
+			json.Unmarshal(raw, out)
+		}
+		return res
+	}
+	text := func(res *mcp.CallToolResult) string {
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String()
+	}
+	var saved struct {
+		Name    string `json:"name"`
+		Version int    `json:"version"`
+		Path    string `json:"path"`
+	}
+	save := func(name, code string, tags ...string) *mcp.CallToolResult {
+		t.Helper()
+		saved.Version = 0
+		args := map[string]any{"name": name, "code": code, "description": "Doubles or triples a number."}
+		if len(tags) > 0 {
+			args["tags"] = tags
+		}
+		return tool("save_skill", args, &saved)
+	}
+	run := func(code string) (bool, any, string) {
+		t.Helper()
+		_, out := call(t, cs, map[string]any{"code": code})
+		msg := ""
+		if out.Error != nil {
+			msg = out.Error.Type + ": " + out.Error.Message
+		}
+		return out.OK, out.Result, msg
+	}
+	const use = "from skills.calc import scale\nscale(21)"
+
+	if res := save("calc", "def scale(x):\n    return 2 * x\n", "math"); res.IsError || saved.Version != 1 || saved.Path != "skills/calc/calc.py" {
+		t.Fatalf("first save: %s %+v", text(res), saved)
+	}
+	if ok, r, msg := run(use); !ok || r != float64(42) {
+		t.Fatalf("import version 1: %v %v", r, msg)
+	}
+	if res := save("calc", "def scale(x):\n    return 3 * x\n", "math"); res.IsError || saved.Version != 2 {
+		t.Fatalf("second save: %s %+v", text(res), saved)
+	}
+	if ok, r, msg := run(use); !ok || r != float64(63) {
+		t.Fatalf("import after the second save: %v %v", r, msg)
+	}
+	md, err := os.ReadFile(filepath.Join(dataDir, "skills", "default", "calc", "SKILL.md"))
+	if err != nil || !strings.Contains(string(md), "version: 2") || !strings.Contains(string(md), `tags: ["math"]`) {
+		t.Errorf("SKILL.md: %v\n%s", err, md)
+	}
+
+	// Refusals name the field and the rule; nothing is saved.
+	for _, tc := range []struct {
+		name, code, want string
+	}{
+		{"1abc", "x = 1\n", "invalid argument name"},
+		{"class", "x = 1\n", "keyword"},
+		{"broken", "def f():\n    return (\n", "invalid argument code: does not compile: line 2"},
+	} {
+		if res := save(tc.name, tc.code); !res.IsError || !strings.Contains(text(res), tc.want) {
+			t.Errorf("save %s: isError=%v %q, want %q", tc.name, res.IsError, text(res), tc.want)
+		}
+	}
+
+	var loaded struct {
+		Version       int    `json:"version"`
+		LatestVersion int    `json:"latest_version"`
+		Code          string `json:"code"`
+	}
+	if res := tool("load_skill", map[string]any{"name": "calc", "version": 1}, &loaded); res.IsError ||
+		loaded.Version != 1 || loaded.LatestVersion != 2 || !strings.Contains(loaded.Code, "2 * x") {
+		t.Fatalf("load version 1: %s %+v", text(res), loaded)
+	}
+	if res := tool("load_skill", map[string]any{"name": "calc", "version": 3}, nil); !res.IsError || !strings.Contains(text(res), "versions 1 to 2") {
+		t.Errorf("load version 3: %s", text(res))
+	}
+
+	var listed struct {
+		Skills []struct {
+			Name    string `json:"name"`
+			Version int    `json:"version"`
+		} `json:"skills"`
+	}
+	if res := tool("list_skills", map[string]any{"query": "MATH"}, &listed); res.IsError || len(listed.Skills) != 1 || listed.Skills[0].Version != 2 {
+		t.Fatalf("list_skills math: %s %+v", text(res), listed)
+	}
+	if res := tool("list_skills", map[string]any{"query": "nothing like it"}, &listed); res.IsError || len(listed.Skills) != 0 {
+		t.Errorf("list_skills with no match: %s", text(res))
+	}
+
+	// The command line, on the same data dir while the server runs.
+	cli := func(args ...string) string {
+		t.Helper()
+		out, code := runCLI(t, append([]string{"skills"}, append(args, "--config", cfgPath, "--data-dir", dataDir)...)...)
+		if code != 0 {
+			t.Fatalf("codecell skills %v: exit %d\n%s", args, code, out)
+		}
+		return out
+	}
+	if out := cli("list"); !strings.Contains(out, "calc") || !strings.Contains(out, "v2") || !strings.Contains(out, "Doubles or triples") {
+		t.Errorf("skills list:\n%s", out)
+	}
+	if out := cli("list", "--namespace", "team-x"); !strings.Contains(out, "(no skills)") {
+		t.Errorf("skills list of another namespace:\n%s", out)
+	}
+	if out := cli("show", "calc", "--version", "1"); !strings.Contains(out, "calc version 1 of 2") || !strings.Contains(out, "return 2 * x") {
+		t.Errorf("skills show --version 1:\n%s", out)
+	}
+	if out := cli("show", "calc", "--json"); !strings.Contains(out, `"latest_version": 2`) || !strings.Contains(out, "3 * x") {
+		t.Errorf("skills show --json:\n%s", out)
+	}
+	if out, code := runCLI(t, "skills", "show", "nope", "--config", cfgPath, "--data-dir", dataDir); code == 0 || !strings.Contains(out, "no such skill") {
+		t.Errorf("skills show of a missing skill: exit %d\n%s", code, out)
+	}
+	if res := save("spare", "def scale(x):\n    return x\n"); res.IsError {
+		t.Fatalf("save spare: %s", text(res))
+	}
+	if out := cli("delete", "spare"); !strings.Contains(out, "deleted skill spare (1 versions)") {
+		t.Errorf("skills delete:\n%s", out)
+	}
+	if ok, _, msg := run("from skills.spare import scale"); ok || !strings.Contains(msg, "ModuleNotFoundError") {
+		t.Errorf("import of a skill the command deleted: ok=%v %s", ok, msg)
+	}
+
+	// delete_skill: every version and the module go.
+	var deleted struct {
+		Versions int `json:"versions"`
+	}
+	if res := tool("delete_skill", map[string]any{"name": "calc"}, &deleted); res.IsError || deleted.Versions != 2 {
+		t.Fatalf("delete_skill: %s %+v", text(res), deleted)
+	}
+	if ok, _, msg := run(use); ok || !strings.Contains(msg, "ModuleNotFoundError") || !strings.Contains(msg, "skills.calc") {
+		t.Errorf("import after delete_skill: ok=%v %s", ok, msg)
+	}
+	if res := tool("load_skill", map[string]any{"name": "calc"}, nil); !res.IsError {
+		t.Errorf("load after delete_skill: %s", text(res))
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "skills", "default", "calc")); !os.IsNotExist(err) {
+		t.Errorf("files left after delete_skill: %v", err)
+	}
+}

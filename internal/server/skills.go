@@ -1,0 +1,269 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/skills"
+)
+
+// SaveSkillInput is the input of save_skill.
+type SaveSkillInput struct {
+	Name        string   `json:"name" jsonschema:"A Python identifier of at most 64 ASCII letters, digits and _, starting with a letter, not a keyword. Saving an existing name adds a version."`
+	Code        string   `json:"code" jsonschema:"The module's Python source; it must compile. At most 1 MiB."`
+	Description string   `json:"description" jsonschema:"What the skill does and how to call it."`
+	Tags        []string `json:"tags,omitempty" jsonschema:"Words to find it by with list_skills."`
+}
+
+// SaveSkillOutput is the result of save_skill.
+type SaveSkillOutput struct {
+	Name    string `json:"name"`
+	Version int    `json:"version" jsonschema:"The version this save made: 1 for a new name."`
+	Path    string `json:"path" jsonschema:"The code file, under the namespace's skills."`
+	Import  string `json:"import" jsonschema:"How code in execute_code imports it."`
+}
+
+// LoadSkillInput is the input of load_skill.
+type LoadSkillInput struct {
+	Name    string `json:"name" jsonschema:"The skill's name."`
+	Version int    `json:"version,omitempty" jsonschema:"The version to load, from 1; omitted means the latest."`
+}
+
+// SkillInfo describes one version of a skill.
+type SkillInfo struct {
+	Name        string    `json:"name"`
+	Version     int       `json:"version"`
+	Description string    `json:"description"`
+	Tags        []string  `json:"tags"`
+	Created     time.Time `json:"created"`
+}
+
+// LoadSkillOutput is the result of load_skill.
+type LoadSkillOutput struct {
+	Name          string    `json:"name"`
+	Version       int       `json:"version"`
+	LatestVersion int       `json:"latest_version" jsonschema:"The newest version of the skill, which imports get."`
+	Description   string    `json:"description"`
+	Tags          []string  `json:"tags"`
+	Created       time.Time `json:"created"`
+	Code          string    `json:"code"`
+	Import        string    `json:"import" jsonschema:"How code in execute_code imports it."`
+}
+
+// ListSkillsInput is the input of list_skills.
+type ListSkillsInput struct {
+	Query string `json:"query,omitempty" jsonschema:"Words that the name, description or tags must all contain (case-insensitive); omitted lists every skill."`
+}
+
+// ListSkillsOutput is the result of list_skills.
+type ListSkillsOutput struct {
+	Skills []SkillInfo `json:"skills" jsonschema:"The latest version of each matching skill, by name."`
+}
+
+// DeleteSkillInput is the input of delete_skill.
+type DeleteSkillInput struct {
+	Name string `json:"name" jsonschema:"The skill to delete, with all its versions."`
+}
+
+// DeleteSkillOutput is the result of delete_skill.
+type DeleteSkillOutput struct {
+	Name     string `json:"name"`
+	Versions int    `json:"versions" jsonschema:"How many versions were deleted."`
+}
+
+func (s *Server) addSkillTools() {
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "save_skill",
+		Title:       "Save reusable code as a skill",
+		Description: "Save a Python module under a name, for later executions to import: from skills.<name> import <function>. Saving an existing name adds a version.",
+	}, s.saveSkill)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "load_skill",
+		Title:       "Show a skill's code",
+		Description: "A saved skill's code and metadata; the latest version unless one is given.",
+	}, s.loadSkill)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "list_skills",
+		Title:       "List saved skills",
+		Description: "The saved skills (latest versions) whose name, description or tags match the query.",
+	}, s.listSkills)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "delete_skill",
+		Title:       "Delete a skill",
+		Description: "Delete a saved skill: every version, and its module.",
+	}, s.deleteSkill)
+}
+
+func importOf(name string) string { return "from skills." + name + " import ..." }
+
+func (s *Server) saveSkill(ctx context.Context, req *mcp.CallToolRequest, in SaveSkillInput) (*mcp.CallToolResult, SaveSkillOutput, error) {
+	ns := namespaceOf(req)
+	sk, err := s.skills.Save(ctx, ns, skills.Draft{Name: in.Name, Code: in.Code, Description: in.Description, Tags: in.Tags},
+		sandboxCompiler{s})
+	if err != nil {
+		return nil, SaveSkillOutput{}, err
+	}
+	out := SaveSkillOutput{
+		Name: sk.Name, Version: sk.Version,
+		Path:   "skills/" + sk.Name + "/" + sk.Name + ".py",
+		Import: importOf(sk.Name),
+	}
+	return textResult(fmt.Sprintf("saved skill %s version %d; import it with %s\n", sk.Name, sk.Version, out.Import)), out, nil
+}
+
+func (s *Server) loadSkill(ctx context.Context, req *mcp.CallToolRequest, in LoadSkillInput) (*mcp.CallToolResult, LoadSkillOutput, error) {
+	ns := namespaceOf(req)
+	latest, err := s.skills.Load(ctx, ns, in.Name, 0)
+	if err != nil {
+		return nil, LoadSkillOutput{}, err
+	}
+	sk := latest
+	if in.Version != 0 {
+		if sk, err = s.skills.Load(ctx, ns, in.Name, in.Version); err != nil {
+			if errors.Is(err, skills.ErrNotFound) {
+				err = fieldError("version", "skill %s has versions 1 to %d", in.Name, latest.Version)
+			}
+			return nil, LoadSkillOutput{}, err
+		}
+	}
+	out := LoadSkillOutput{
+		Name: sk.Name, Version: sk.Version, LatestVersion: latest.Version, Description: sk.Description,
+		Tags: nonNil(sk.Tags), Created: sk.CreatedAt, Code: sk.Code, Import: importOf(sk.Name),
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s version %d of %d, %s\n%s\n", sk.Name, sk.Version, latest.Version,
+		sk.CreatedAt.UTC().Format(time.RFC3339), sk.Description)
+	if len(sk.Tags) > 0 {
+		fmt.Fprintf(&b, "tags: %s\n", strings.Join(sk.Tags, ", "))
+	}
+	fmt.Fprintf(&b, "\n%s", sk.Code)
+	if !strings.HasSuffix(sk.Code, "\n") {
+		b.WriteString("\n")
+	}
+	return textResult(b.String()), out, nil
+}
+
+func (s *Server) listSkills(ctx context.Context, req *mcp.CallToolRequest, in ListSkillsInput) (*mcp.CallToolResult, ListSkillsOutput, error) {
+	list, err := s.skills.List(ctx, namespaceOf(req), in.Query)
+	if err != nil {
+		return nil, ListSkillsOutput{}, err
+	}
+	out := ListSkillsOutput{Skills: make([]SkillInfo, len(list))}
+	var b strings.Builder
+	for i, sk := range list {
+		out.Skills[i] = SkillInfo{Name: sk.Name, Version: sk.Version, Description: sk.Description, Tags: nonNil(sk.Tags), Created: sk.CreatedAt}
+		b.WriteString(skillLine(sk))
+	}
+	if len(list) == 0 {
+		b.WriteString("(no skills)\n")
+	}
+	return textResult(b.String()), out, nil
+}
+
+// skillLine is one skill in a listing: name, version, tags and the first
+// line of the description.
+func skillLine(sk skills.Skill) string {
+	desc, _, _ := strings.Cut(strings.TrimSpace(sk.Description), "\n")
+	tags := ""
+	if len(sk.Tags) > 0 {
+		tags = " [" + strings.Join(sk.Tags, ", ") + "]"
+	}
+	return fmt.Sprintf("%s (v%d)%s: %s\n", sk.Name, sk.Version, tags, desc)
+}
+
+func (s *Server) deleteSkill(ctx context.Context, req *mcp.CallToolRequest, in DeleteSkillInput) (*mcp.CallToolResult, DeleteSkillOutput, error) {
+	n, err := s.skills.Delete(ctx, namespaceOf(req), in.Name)
+	if err != nil {
+		return nil, DeleteSkillOutput{}, err
+	}
+	return textResult(fmt.Sprintf("deleted skill %s (%d versions)\n", in.Name, n)), DeleteSkillOutput{Name: in.Name, Versions: n}, nil
+}
+
+func nonNil(tags []string) []string {
+	if tags == nil {
+		return []string{}
+	}
+	return tags
+}
+
+// skillsDir is the host directory of ns's skills for its executions, or ""
+// (no skills package) when the skills are off or cannot be prepared.
+func (s *Server) skillsDir(ctx context.Context, ns string) string {
+	if s.skills == nil {
+		return ""
+	}
+	dir, err := s.skills.Dir(ctx, ns)
+	if err != nil {
+		s.log.Error("skills unavailable to the execution", "namespace", ns, "error", err)
+		return ""
+	}
+	return dir
+}
+
+// compileCode compiles, and does not run, source: its line and message come
+// back when it does not compile.
+const compileCode = `
+try:
+    compile(source, filename, "exec", dont_inherit=True)
+    result = None
+except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as e:
+    if isinstance(e, SyntaxError):
+        result = {"line": e.lineno or 0, "column": e.offset or 0, "message": e.msg}
+    else:
+        result = {"line": 0, "column": 0, "message": type(e).__name__ + ": " + str(e)}
+`
+
+// sandboxCompiler checks a skill's code in the namespace's own sandbox and
+// interpreter, so the untrusted source is parsed only by a sandboxed Python.
+type sandboxCompiler struct{ s *Server }
+
+func (c sandboxCompiler) Compile(ctx context.Context, ns, filename, code string) error {
+	req := sandbox.Request{
+		Workspace: c.s.Workspace(ns),
+		Skills:    c.s.skillsDir(ctx, ns), // as executions: a warm sandbox serves
+		Code:      compileCode,
+		Context:   map[string]any{"source": code, "filename": filename},
+		Timeout:   c.s.cfg.Sandbox.Timeout,
+	}
+	if err := c.s.withEnvironment(ns, &req); err != nil {
+		return err
+	}
+	res := c.s.exec.Exec(ctx, req)
+	if !res.OK {
+		if res.Error == nil {
+			return errors.New("the sandbox gave no result")
+		}
+		return fmt.Errorf("%s: %s", res.Error.Type, res.Error.Message)
+	}
+	found, ok := res.Result.(map[string]any)
+	if !ok {
+		return nil
+	}
+	se := &skills.SyntaxError{}
+	se.Line, _ = asInt(found["line"])
+	se.Column, _ = asInt(found["column"])
+	se.Message, _ = found["message"].(string)
+	return se
+}
+
+func asInt(v any) (int, bool) {
+	f, ok := v.(float64)
+	return int(f), ok
+}
+
+// WarmRequest is what ns's executions ask the sandbox for (workspace,
+// interpreter, skills), without code: for sandbox.Manager.WarmFor, so that
+// the sandboxes warmed are the ones its executions take.
+func (s *Server) WarmRequest(ctx context.Context, ns string) sandbox.Request {
+	req := sandbox.Request{Workspace: s.Workspace(ns), Skills: s.skillsDir(ctx, ns)}
+	if err := s.withEnvironment(ns, &req); err != nil {
+		s.log.Warn("warm pool", "namespace", ns, "error", err)
+	}
+	return req
+}
