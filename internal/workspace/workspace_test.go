@@ -3,6 +3,7 @@ package workspace
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -482,5 +483,28 @@ func TestOwner(t *testing.T) {
 	}
 	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
 		t.Errorf("workspace mode %v, want 0700", fi.Mode())
+	}
+}
+
+// BenchmarkOpenSnapshot is what execute_code adds to every execution, twice:
+// opening the workspace and recording its files.
+func BenchmarkOpenSnapshot(b *testing.B) {
+	for _, n := range []int{0, 100, 1000} {
+		b.Run(fmt.Sprint(n, "files"), func(b *testing.B) {
+			dir := filepath.Join(b.TempDir(), "ws")
+			ws, err := Open(dir, Options{})
+			must(b, err)
+			for i := range n {
+				_, err := ws.Write(fmt.Sprintf("d%d/f%d", i%10, i), []byte("x"))
+				must(b, err)
+			}
+			ws.Close()
+			for b.Loop() {
+				ws, err := Open(dir, Options{})
+				must(b, err)
+				ws.Snapshot()
+				ws.Close()
+			}
+		})
 	}
 }
