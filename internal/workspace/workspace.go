@@ -46,7 +46,8 @@ type Entry struct {
 	Symlink bool // a symbolic link (never followed by List)
 }
 
-// dirLocks maps a workspace's host directory to the mutex of its writers.
+// dirLocks maps a workspace's host directory to the mutex of its writers:
+// one entry per workspace this process has opened, as there are few.
 var dirLocks sync.Map
 
 // Open opens the workspace at dir (an absolute host path), creating it, as
