@@ -404,3 +404,35 @@ func TestCompilerNotRunForBadInput(t *testing.T) {
 		t.Error("saved without a compiler")
 	}
 }
+
+// TestConcurrentSaves: saves of one name racing each other get distinct
+// versions, and the files end as the latest.
+func TestConcurrentSaves(t *testing.T) {
+	m, _, dir := newManager(t)
+	ctx := context.Background()
+	const n = 6
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			_, err := m.Save(ctx, "default", Draft{Name: "add", Code: addCode + strings.Repeat("#\n", i), Description: "d"}, noCheck{})
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	latest, err := m.Load(ctx, "default", "add", 0)
+	if err != nil || latest.Version != n {
+		t.Fatalf("latest: %+v %v", latest, err)
+	}
+	if got := readFile(t, filepath.Join(dir, "default", "add", "add.py")); got != latest.Code {
+		t.Errorf("add.py holds %q, the latest version %q", got, latest.Code)
+	}
+}
+
+// noCheck accepts any code.
+type noCheck struct{}
+
+func (noCheck) Compile(context.Context, string, string, string) error { return nil }
