@@ -12,7 +12,7 @@ DEBS    := bubblewrap runsc python3 python3-venv python3-pip
 NPM_DIR := testdata/npm
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps npm-deps build run test bench fuzz clean
+.PHONY: all deps npm-deps browser-deps build run test bench fuzz clean
 
 all: build
 
@@ -29,6 +29,11 @@ npm-deps:
 	@command -v npm >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nodejs npm; }
 	@[ -d $(NPM_DIR)/node_modules/@modelcontextprotocol/server-everything ] || npm ci --prefix $(NPM_DIR) --no-audit --no-fund
 
+# Headless Chromium for the dashboard's browser tests: Debian's chromium,
+# installed only when none is on the PATH.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
+
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/codecell
 
@@ -38,7 +43,7 @@ run: deps build
 	$(BIN) doctor
 	$(BIN) serve --http $(ADDR)
 
-test: deps npm-deps
+test: deps npm-deps browser-deps
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
 

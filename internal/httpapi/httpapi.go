@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/dashboard"
 )
 
 // Options configure the HTTP handler.
@@ -58,6 +60,11 @@ func Handler(opts Options) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", cop.Handler(guarded))
+	// The dashboard's page and assets hold no data (it reads /api/v1 with
+	// the user's token), so they are served without one.
+	for _, p := range dashboard.Paths {
+		mux.Handle(p, cop.Handler(dashboard.Handler()))
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
