@@ -35,7 +35,8 @@ type outputFrame struct {
 // arrives from the channel (as frames) or from pipes (where descriptors can
 // be passed), possibly at once, so its fields are guarded by mu.
 type exchange struct {
-	lim Limits
+	lim      Limits
+	onOutput func(stream string, data []byte) // Request.OnOutput
 
 	// Calls from the code: answered on w by the request's handler, each in
 	// its own goroutine, until ctx ends.
@@ -57,8 +58,8 @@ type exchange struct {
 	fault *ExecError
 }
 
-func newExchange(lim Limits) *exchange {
-	return &exchange{lim: lim, stdout: capture{limit: lim.Output}, stderr: capture{limit: lim.Output}}
+func newExchange(lim Limits, req *Request) *exchange {
+	return &exchange{lim: lim, onOutput: req.OnOutput, stdout: capture{limit: lim.Output}, stderr: capture{limit: lim.Output}}
 }
 
 // serveCalls lets the code's calls reach req's handler, with answers written
@@ -182,6 +183,9 @@ func (x *exchange) broken(format string, args ...any) bool {
 // output adds output to a stream; it reports true when the output passed
 // the flood bound and the sandbox must be killed.
 func (x *exchange) output(stream string, p []byte) bool {
+	if x.onOutput != nil {
+		x.onOutput(stream, p)
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	switch stream {

@@ -350,7 +350,7 @@ func (g *gvisor) stateFiles() []string {
 // for that and removing it happen after run returns. A hardened sandbox is
 // never reusable.
 func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result, release func(reusable bool)) {
-	x := newExchange(lim)
+	x := newExchange(lim, req)
 	callCtx, cancelCalls := context.WithCancel(ctx)
 	defer func() {
 		cancelCalls()

@@ -41,6 +41,11 @@ type Request struct {
 	// Calls answers the code's calls to the host (tool calls, tool search);
 	// nil means the code can make none.
 	Calls CallHandler
+	// OnOutput, when set, is called with each piece of output as it
+	// arrives, for progress reports. It runs on the reader's goroutine and
+	// must return quickly.
+	OnOutput func(stream string, data []byte)
+
 	// MaxToolCalls bounds the code's "tool" calls; past it the execution
 	// ends with ToolCallLimit. Zero means no bound.
 	MaxToolCalls int

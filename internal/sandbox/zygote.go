@@ -398,7 +398,7 @@ const sessionGrace = 200 * time.Millisecond
 // exchange, which ends with the result frame (and the pipes, bounded by
 // sessionGrace); otherwise it ends when the process and its pipes have.
 func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Request, lim Limits, res *Result, session bool) outcome {
-	x := newExchange(lim)
+	x := newExchange(lim, req)
 	var pipes [4]*os.File // stdout r, w; stderr r, w
 	var err error
 	for i := 0; i < 4; i += 2 {

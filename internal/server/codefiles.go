@@ -254,5 +254,6 @@ func (s *Server) executeCodeFile(ctx context.Context, req *mcp.CallToolRequest, 
 		Filename:  e.Path,
 		SessionID: in.SessionID,
 		Timeout:   timeout,
+		Req:       req,
 	})
 }

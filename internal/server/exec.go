@@ -83,6 +83,7 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		Context:   in.Context,
 		SessionID: in.SessionID,
 		Timeout:   timeout,
+		Req:       req,
 	})
 }
 
@@ -96,6 +97,9 @@ type job struct {
 	Filename  string   // the code file's workspace path, for tracebacks and sys.argv[0]; "" for a cell
 	SessionID string   // "" runs in a fresh process
 	Timeout   time.Duration
+	// Req is the MCP request that asked for the execution, for progress
+	// notifications; nil for none.
+	Req *mcp.CallToolRequest
 }
 
 // runCode is the one path every execution takes: it runs the code, then
@@ -117,7 +121,10 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 		return nil, ExecuteCodeOutput{}, err
 	}
 	watch := s.watchFiles(j.Namespace) // the workspace before, for out.Files
+	onOutput, stopProgress := s.startProgress(ctx, j.Req, j.Namespace)
+	sreq.OnOutput = onOutput
 	res, err := s.execute(ctx, j, sreq)
+	stopProgress()
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}

@@ -1,0 +1,115 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Progress reports: how often, and how much of the latest output they
+// carry.
+const (
+	progressEvery = 500 * time.Millisecond
+	progressLines = 5
+	progressLine  = 200  // characters kept of one line
+	progressTail  = 8192 // bytes of recent output kept to find the lines in
+)
+
+// progress sends MCP progress notifications while an execution runs, to a
+// client that asked for them with a progress token: the elapsed time as the
+// progress value, and the latest output lines, tokenized like all output.
+type progress struct {
+	s     *Server
+	ns    string
+	ss    *mcp.ServerSession
+	token any
+	start time.Time
+
+	mu   sync.Mutex // guards tail
+	tail []byte     // the end of stdout and stderr, interleaved as they came
+}
+
+// startProgress starts reporting the execution req asked for, if it gave a
+// progress token. It returns the sandbox.Request.OnOutput to feed it (nil
+// when there is nothing to report) and a stop function to call when the
+// execution has ended.
+func (s *Server) startProgress(ctx context.Context, req *mcp.CallToolRequest, ns string) (func(string, []byte), func()) {
+	if req == nil || req.Session == nil || req.Params == nil {
+		return nil, func() {}
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return nil, func() {}
+	}
+	p := &progress{s: s, ns: ns, ss: req.Session, token: token, start: time.Now()}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				p.send(ctx)
+			}
+		}
+	}()
+	return p.output, func() {
+		close(done)
+		<-stopped
+	}
+}
+
+// output keeps the end of the output; it is the sandbox's OnOutput.
+func (p *progress) output(_ string, data []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tail = append(p.tail, data...)
+	if len(p.tail) > progressTail {
+		p.tail = append(p.tail[:0], p.tail[len(p.tail)-progressTail:]...)
+	}
+}
+
+// lines returns the latest complete or partial output lines.
+func (p *progress) lines() []string {
+	p.mu.Lock()
+	text := string(p.tail)
+	p.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if r := []rune(l); len(r) > progressLine {
+			l = string(r[:progressLine]) + "…"
+		}
+		out = append(out, l)
+	}
+	return out[max(0, len(out)-progressLines):]
+}
+
+func (p *progress) send(ctx context.Context) {
+	elapsed := time.Since(p.start)
+	msg := fmt.Sprintf("running for %.1fs", elapsed.Seconds())
+	if lines := p.lines(); len(lines) > 0 {
+		text, err := p.s.privacy.text(ctx, p.ns, strings.Join(lines, "\n"))
+		if err != nil {
+			text = "(output withheld: personal data could not be tokenized)"
+		}
+		msg += "; latest output:\n" + text
+	}
+	if err := p.ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+		ProgressToken: p.token, Progress: elapsed.Seconds(), Message: msg,
+	}); err != nil && ctx.Err() == nil {
+		p.s.log.Debug("progress notification", "error", err)
+	}
+}
