@@ -76,8 +76,17 @@ func Open(dir string, opts Options) (*Workspace, error) {
 		return nil, fmt.Errorf("open the workspace: %w", causeOf(err))
 	}
 	mu, _ := dirLocks.LoadOrStore(dir, new(sync.Mutex))
-	return &Workspace{root: root, opts: opts, mu: mu.(*sync.Mutex)}, nil
+	w := &Workspace{root: root, opts: opts, mu: mu.(*sync.Mutex)}
+	// The first time this process opens a workspace, the writes a killed
+	// codecell left unfinished go, so no half-written file stays visible.
+	if _, seen := swept.LoadOrStore(dir, true); !seen {
+		w.RemoveStale()
+	}
+	return w, nil
 }
+
+// swept holds the workspaces RemoveStale has run on in this process.
+var swept sync.Map
 
 // causeOf drops the host path from an error of the os package.
 func causeOf(err error) error {
@@ -474,4 +483,31 @@ func (w *Workspace) Stat(name string) (Entry, error) {
 		e.Size = fi.Size()
 	}
 	return e, nil
+}
+
+// RemoveStale removes the temporary files of writes that never finished:
+// a codecell killed between creating one and renaming it into place leaves
+// it behind. It must run before this process writes to the workspace (Open
+// runs it on the first open in a process); it holds the workspace's write
+// lock while it walks. It returns how many it removed.
+func (w *Workspace) RemoveStale() (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var stale []string
+	err := fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // an unreadable directory left by the code: skip it
+		}
+		if d.Type().IsRegular() && isTemp(d.Name()) {
+			stale = append(stale, p)
+		}
+		return nil
+	})
+	removed := 0
+	for _, p := range stale {
+		if w.root.Remove(p) == nil {
+			removed++
+		}
+	}
+	return removed, err
 }

@@ -508,3 +508,26 @@ func BenchmarkOpenSnapshot(b *testing.B) {
 		})
 	}
 }
+
+func TestOpenRemovesUnfinishedWrites(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	stale := []string{".codecell-0123456789abcdef.tmp", "sub/.codecell-fedcba9876543210.tmp"}
+	for _, p := range stale {
+		os.WriteFile(filepath.Join(dir, p), []byte("half"), 0o600)
+	}
+	os.WriteFile(filepath.Join(dir, "keep.tmp"), []byte("mine"), 0o600)
+	w, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, p := range stale {
+		if _, err := os.Stat(filepath.Join(dir, p)); !os.IsNotExist(err) {
+			t.Errorf("%s left behind: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "keep.tmp")); err != nil {
+		t.Errorf("a file of the code's was removed: %v", err)
+	}
+}
