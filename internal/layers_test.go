@@ -15,20 +15,22 @@ import (
 // Dependencies run one way, toward the leaves; the sandbox and its helpers
 // know nothing of MCP.
 var forbidden = map[string][]string{
-	"channel":  {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
-	"config":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
-	"seccomp":  {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
-	"runner":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
-	"analysis": {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
-	"bench":    {"github.com/codecell/codecell/internal/server", "github.com/codecell/codecell/internal/sandbox"},
-	"pii":      {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
-	"store":    {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
-	"catalog":  {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
-	"envs":     {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/server"},
-	"upstream": {"github.com/codecell/codecell/internal/server", "github.com/codecell/codecell/internal/sandbox"},
-	"sandbox":  {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/server", "github.com/codecell/codecell/internal/httpapi", "github.com/codecell/codecell/internal/config"},
-	"server":   {"github.com/codecell/codecell/internal/httpapi"},
-	"httpapi":  {"github.com/codecell/codecell/internal/server"},
+	"channel":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"config":    {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"seccomp":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"runner":    {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"analysis":  {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"bench":     {"github.com/codecell/codecell/internal/server", "github.com/codecell/codecell/internal/sandbox"},
+	"pii":       {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"store":     {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"catalog":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"envs":      {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/server"},
+	"upstream":  {"github.com/codecell/codecell/internal/server", "github.com/codecell/codecell/internal/sandbox"},
+	"sandbox":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/server", "github.com/codecell/codecell/internal/httpapi", "github.com/codecell/codecell/internal/config"},
+	"server":    {"github.com/codecell/codecell/internal/httpapi"},
+	"httpapi":   {"github.com/codecell/codecell/internal/server"},
+	"workspace": {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"skills":    {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/server", "github.com/codecell/codecell/internal/sandbox"},
 }
 
 func TestLayering(t *testing.T) {

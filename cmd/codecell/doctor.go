@@ -125,18 +125,8 @@ func cgroupState() string {
 
 // inactiveKeys lists config keys that are validated but not yet acted on by
 // this version, so doctor says so rather than pretend.
-func inactiveKeys(cfg *config.Config) []string {
-	keys := []string{"http.tokens", "sessions", "sandbox.network.allow"}
-	var other []string
-	for _, t := range cfg.Toolsets {
-		if t != "exec" && t != "discovery" && t != "env" && t != "analysis" && t != "privacy" {
-			other = append(other, t)
-		}
-	}
-	if len(other) > 0 {
-		keys = append(keys, "toolsets "+strings.Join(other, "/"))
-	}
-	return keys
+func inactiveKeys(*config.Config) []string {
+	return []string{"sandbox.network.allow"}
 }
 
 // environmentTools says which environment types can be used here.

@@ -18,7 +18,7 @@ func runExec(ctx context.Context, g *globals, args []string) error {
 	fs := g.flags()
 	code := fs.String("c", "", "code to run")
 	asJSON := fs.Bool("json", false, "print the structured result of execute_code")
-	session := fs.String("session", "", "session id")
+	session := fs.String("session", "", "run in the session with this id (it lives only as long as this command: state persists across calls only under serve)")
 	timeout := fs.Duration("timeout", 0, "wall-clock limit (default: the configured timeout)")
 	if err := fs.Parse(args); err != nil {
 		return err

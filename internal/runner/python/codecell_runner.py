@@ -197,8 +197,12 @@ def error_of(exc):
         message = "<unprintable>"
     if isinstance(exc, MemoryError) and not message:
         message = "the code ran out of its memory limit"
-    if isinstance(exc, ModuleNotFoundError) and exc.name and not exc.name.startswith("servers"):
-        top = exc.name.split(".")[0]
+    top = (exc.name or "").split(".")[0] if isinstance(exc, ModuleNotFoundError) else ""
+    if top == "skills":
+        message += "; list_skills lists this namespace's skills, save_skill saves one"
+    elif top == "servers":
+        message += "; search_tools finds the upstream tools and the servers they come from"
+    elif top:
         message += ("; to install it, call install_dependencies with packages=[%r] (after configure_environment"
                     " with type venv; the package name may differ from the module name)" % top)
     return {"type": name, "message": message, "traceback": user_traceback(exc)}
