@@ -19,10 +19,11 @@
 // servers: the direct side calls the scenario servers through an MCP client
 // session, the code side runs its code in a real codecell ([CodeRunner]).
 //
-// Both sides are counted the same way: tool lists as tools/list returns
-// them (titles and output schemas included, though a host may send the model
-// only names, descriptions and input schemas), and results as the JSON of
-// their structured content (see [ResultText]).
+// Both sides are counted the same way: tool lists as the model reads them,
+// each tool's name, description and input schema, which is all a host can
+// pass to the model's API (titles and output schemas stay with the host; see
+// [ToolsText]), and results as the JSON of their structured content (see
+// [ResultText]).
 //
 // Not counted, on either side: the user's task, the system prompt, the
 // model's reasoning and its final answer, which are the same both ways; and

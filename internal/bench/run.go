@@ -286,10 +286,22 @@ func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) 
 	return tools, nil
 }
 
-// ToolsText is what a host loads from one MCP server before any task: the
-// server's instructions and its tools as tools/list returns them.
+// ToolsText is what the model reads of one MCP server before any task: the
+// server's instructions and, of each tool, what a host passes to the model
+// API (Anthropic's Messages API takes exactly name, description and
+// input_schema; OpenAI's function tools the same three). Titles,
+// annotations and output schemas stay with the host.
 func ToolsText(instructions string, tools []*mcp.Tool) string {
-	return jsonText(map[string]any{"instructions": instructions, "tools": tools})
+	type modelTool struct {
+		Name        string `json:"name"`
+		Description string `json:"description,omitempty"`
+		InputSchema any    `json:"input_schema"`
+	}
+	visible := make([]modelTool, len(tools))
+	for i, t := range tools {
+		visible[i] = modelTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+	}
+	return jsonText(map[string]any{"instructions": instructions, "tools": visible})
 }
 
 // ResultText is a tool result as the model reads it: the JSON of its

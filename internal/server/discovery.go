@@ -62,7 +62,7 @@ type CategoriesOutput struct {
 }
 
 func (s *Server) addDiscoveryTools() {
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        "search_tools",
 		Title:       "Search upstream tools",
 		Description: "Find tools of the connected MCP servers by what they do. Call them from execute_code: from servers.<server> import <tool>.",
@@ -73,7 +73,7 @@ func (s *Server) addDiscoveryTools() {
 		}
 		return textResult(renderSearch(out)), out, nil
 	})
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        "get_tool_definition",
 		Title:       "Get one tool's definition",
 		Description: "The full definition of one upstream tool: description, schemas and its generated Python source.",
@@ -84,7 +84,7 @@ func (s *Server) addDiscoveryTools() {
 		}
 		return textResult(e.Source), e, nil
 	})
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        "list_tool_categories",
 		Title:       "List upstream servers",
 		Description: "Each upstream MCP server with its tool count, connection state and what it is for.",

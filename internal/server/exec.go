@@ -63,7 +63,7 @@ type ContextSavings struct {
 }
 
 func (s *Server) addExecTools() {
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        "execute_code",
 		Title:       "Run Python in a sandbox",
 		Description: "Run Python code in an isolated sandbox and return its stdout, stderr, result value and error. Use it to do whole tasks in one call: compute, filter and summarize inside the sandbox and return only the answer.",

@@ -81,22 +81,22 @@ type DeleteWorkspaceFileOutput struct {
 }
 
 func (s *Server) addWorkspaceTools() {
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        "write_workspace_file",
 		Title:       "Write a workspace file",
 		Description: "Write a file in the workspace, the sandbox's working directory, replacing it atomically.",
 	}, s.writeWorkspaceFile)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        "read_workspace_file",
 		Title:       "Read a workspace file",
 		Description: "Read a workspace file: text, or base64 with a MIME type for binary data. Large files are read in pages.",
 	}, s.readWorkspaceFile)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        "list_workspace_files",
 		Title:       "List workspace files",
 		Description: "List workspace files recursively with sizes and modification times.",
 	}, s.listWorkspaceFiles)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        "delete_workspace_file",
 		Title:       "Delete a workspace file",
 		Description: "Delete a workspace file, link or directory.",
