@@ -27,7 +27,12 @@ type Options struct {
 	// route but /healthz needs a valid token, and the request acts in the
 	// token's namespace.
 	Tokens map[string]string
-	Logger *slog.Logger // nil means silent
+	// API answers /readyz and the REST API under /api/v1/; nil leaves
+	// them out.
+	API API
+	// Metrics serves /metrics; nil leaves it out.
+	Metrics http.Handler
+	Logger  *slog.Logger // nil means silent
 }
 
 // Handler returns the HTTP routes.
@@ -51,6 +56,7 @@ func Handler(opts Options) (http.Handler, error) {
 	// Everything but /healthz sits behind the token check.
 	private := http.NewServeMux()
 	private.Handle("/mcp", mcpHandler)
+	addOperational(private, opts, cop)
 	var guarded http.Handler = private
 	if len(opts.Tokens) > 0 {
 		guarded = auth.RequireBearerToken(tokenVerifier(opts.Tokens), &auth.RequireBearerTokenOptions{

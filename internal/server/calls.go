@@ -72,13 +72,14 @@ func (e *execCalls) HandleCall(ctx context.Context, method string, params json.R
 	return nil, &sandbox.CallError{Kind: "ValueError", Message: fmt.Sprintf("unknown host call %q", method)}
 }
 
-func (e *execCalls) callTool(ctx context.Context, p toolCallParams) (any, error) {
+func (e *execCalls) callTool(ctx context.Context, p toolCallParams) (_ any, err error) {
 	start := time.Now()
 	name := p.Server + "." + p.Tool
 	toolErr := func(msg string) error {
 		return &sandbox.CallError{Kind: "ToolError", Message: msg, Data: map[string]string{"server": p.Server, "tool": p.Tool}}
 	}
 	t, ok := e.s.tools.catalog().Lookup(name)
+	defer func() { e.s.countToolCall(t, ok, err) }()
 	if ok {
 		name = t.QualifiedName()
 	}

@@ -143,8 +143,8 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 		return nil, ExecuteCodeOutput{}, err
 	}
 	s.recordExecution(ctx, j, out) // committed before the result returns
-	s.log.Info("execution", "namespace", j.Namespace, "ok", out.OK, "error_type", errorType(res),
-		"duration_ms", out.DurationMS, "isolation", out.Isolation)
+	// The execution's one log line, and its metrics.
+	s.observeExecution(j, out)
 	return &mcp.CallToolResult{
 		IsError: !out.OK,
 		Content: content,
@@ -225,13 +225,6 @@ func returnedBytes(out ExecuteCodeOutput) int64 {
 		}
 	}
 	return int64(returned)
-}
-
-func errorType(res *sandbox.Result) string {
-	if res.Error == nil {
-		return ""
-	}
-	return res.Error.Type
 }
 
 // render is the short text form of a result, for hosts that show only text.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codecell/codecell/internal/metrics"
 	"github.com/codecell/codecell/internal/pii"
 	"github.com/codecell/codecell/internal/store"
 )
@@ -21,6 +22,8 @@ import (
 type privacy struct {
 	det   *pii.Detector // nil when pii.mode is "off"
 	store *store.Store  // the persistent vault; nil keeps tokens in memory
+	// metrics count the values tokenized; nil counts nothing.
+	metrics *metrics.Metrics
 
 	mu     sync.Mutex // guards memory
 	memory map[string]*pii.MemoryVault
@@ -63,7 +66,8 @@ func (p *privacy) text(ctx context.Context, ns, s string) (string, error) {
 	if p.det == nil || s == "" {
 		return s, nil
 	}
-	out, _, err := p.det.Tokenize(s, p.vault(ctx, ns))
+	out, counts, err := p.det.Tokenize(s, p.vault(ctx, ns))
+	p.metrics.PIITokens(counts)
 	return out, err
 }
 
@@ -193,6 +197,7 @@ func (s *Server) addPrivacyTools() {
 		if err != nil {
 			return nil, SanitizeOutput{}, err
 		}
+		s.metrics.PIITokens(counts)
 		if counts == nil {
 			counts = map[string]int{}
 		}

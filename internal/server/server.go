@@ -15,6 +15,7 @@ import (
 	"github.com/codecell/codecell/internal/catalog"
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/envs"
+	"github.com/codecell/codecell/internal/metrics"
 	"github.com/codecell/codecell/internal/pii"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/skills"
@@ -70,6 +71,7 @@ type Server struct {
 	// sessions are the live interpreters of execute_code's session_id.
 	sessions *sessions
 	skills   *skills.Manager // nil: no skills
+	metrics  *metrics.Metrics
 	log      *slog.Logger
 	mcp      *mcp.Server
 }
@@ -101,6 +103,7 @@ func New(opts Options) (*Server, error) {
 		s.up = noUpstreams{}
 	}
 	s.privacy = &privacy{store: opts.Store}
+	s.initMetrics()
 	s.skills = opts.Skills
 	opener, _ := opts.Executor.(SessionOpener)
 	s.sessions = newSessions(opener, opts.Store, opts.Config.Sessions.IdleTimeout, opts.Config.Sessions.MaxPerNamespace, log)
@@ -187,9 +190,19 @@ func WorkspaceDir(dataDir, namespace string) string {
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// fieldError is a bad argument: it names the field and the rule it broke.
+// FieldError is a bad argument: it names the field and the rule it broke.
+type FieldError struct {
+	Field string
+	Rule  string
+}
+
+func (e *FieldError) Error() string { return "invalid argument " + e.Field + ": " + e.Rule }
+
+// Parameter is the field, for the REST API, which answers 400 naming it.
+func (e *FieldError) Parameter() string { return e.Field }
+
 func fieldError(field, format string, args ...any) error {
-	return fmt.Errorf("invalid argument %s: %s", field, fmt.Sprintf(format, args...))
+	return &FieldError{Field: field, Rule: fmt.Sprintf(format, args...)}
 }
 
 // namespaceOf is the namespace a request acts in: the one its HTTP bearer

@@ -1,0 +1,271 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// fakeAPI records what the routes asked and answers as the test says.
+type fakeAPI struct {
+	mu    sync.Mutex
+	asked []string // one line per call
+	err   error    // returned by every method
+	ready error
+}
+
+func (f *fakeAPI) note(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, _ := json.Marshal(args)
+	f.asked = append(f.asked, format+" "+string(b))
+}
+
+func (f *fakeAPI) last() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.asked) == 0 {
+		return ""
+	}
+	return f.asked[len(f.asked)-1]
+}
+
+func (f *fakeAPI) Ready(context.Context) error { return f.ready }
+func (f *fakeAPI) SearchTools(_ context.Context, query, server, detail string, limit, offset int) (any, error) {
+	f.note("search", query, server, detail, limit, offset)
+	return map[string]any{"tools": []any{}}, f.err
+}
+func (f *fakeAPI) Executions(_ context.Context, ns string, before int64, limit int) (any, error) {
+	f.note("executions", ns, before, limit)
+	return map[string]any{"executions": []any{}, "next_before": nil}, f.err
+}
+func (f *fakeAPI) Skills(_ context.Context, ns string) (any, error) {
+	f.note("skills", ns)
+	return map[string]any{"skills": []any{}}, f.err
+}
+func (f *fakeAPI) Stats(_ context.Context, ns, since string) (any, error) {
+	f.note("stats", ns, since)
+	return map[string]any{"total": 0}, f.err
+}
+func (f *fakeAPI) Upstreams(context.Context) (any, error) {
+	f.note("upstreams")
+	return map[string]any{"upstreams": []any{}}, f.err
+}
+
+// fieldErr is an error with a Parameter, as server.FieldError.
+type fieldErr struct{ name string }
+
+func (e fieldErr) Error() string     { return "invalid argument " + e.name + ": bad" }
+func (e fieldErr) Parameter() string { return e.name }
+
+func serve(t *testing.T, opts Options) *httptest.Server {
+	t.Helper()
+	if opts.Server == nil {
+		opts.Server = mcp.NewServer(&mcp.Implementation{Name: "test"}, nil)
+	}
+	h, err := Handler(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func get(t *testing.T, ts *httptest.Server, method, path string, header map[string]string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	res, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return answer{res.StatusCode, res.Header, string(b)}
+}
+
+var metricsStub = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	io.WriteString(w, "codecell_up 1\n")
+})
+
+func TestRoutesAndParameters(t *testing.T) {
+	api := &fakeAPI{}
+	var logs bytes.Buffer
+	ts := serve(t, Options{API: api, Metrics: metricsStub, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for _, tc := range []struct {
+		path   string
+		status int
+		asked  string // the API call made, "" for none
+		param  string // the parameter a 400 names
+	}{
+		{"/api/v1/tools/search?query=get+sum&server=ev&detail_level=full&limit=5&offset=10", 200, `search ["get sum","ev","full",5,10]`, ""},
+		{"/api/v1/tools/search", 200, `search ["","","",0,0]`, ""},
+		{"/api/v1/tools/search?limit=ten", 400, "", "limit"},
+		{"/api/v1/tools/search?offset=1.5", 400, "", "offset"},
+		{"/api/v1/tools/search?limit=99999999999", 400, "", "limit"},
+		{"/api/v1/executions", 200, `executions ["",0,0]`, ""},
+		{"/api/v1/executions?before=42&limit=7", 200, `executions ["",42,7]`, ""},
+		{"/api/v1/executions?before=x", 400, "", "before"},
+		{"/api/v1/executions?limit=", 200, `executions ["",0,0]`, ""},
+		{"/api/v1/executions?limit=%zz", 400, "", "query string"},
+		{"/api/v1/skills", 200, `skills [""]`, ""},
+		{"/api/v1/stats?since=1h", 200, `stats ["","1h"]`, ""},
+		{"/api/v1/upstreams", 200, "upstreams null", ""},
+		{"/api/v1/nothing", 404, "", ""},
+	} {
+		api.asked = nil
+		a := get(t, ts, "GET", tc.path, nil)
+		if a.status != tc.status || api.last() != tc.asked {
+			t.Errorf("%s: %d %q, asked %q; want %d, %q", tc.path, a.status, a.body, api.last(), tc.status, tc.asked)
+			continue
+		}
+		if tc.status == 404 {
+			continue
+		}
+		if ct := a.header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%s: Content-Type %q", tc.path, ct)
+		}
+		var body map[string]any
+		if err := json.Unmarshal([]byte(a.body), &body); err != nil {
+			t.Errorf("%s: not JSON: %q", tc.path, a.body)
+		}
+		if tc.status == 400 && (body["parameter"] != tc.param || !strings.Contains(body["error"].(string), tc.param)) {
+			t.Errorf("%s: %v, want the error to name %s", tc.path, body, tc.param)
+		}
+	}
+
+	// The API's own errors: a bad parameter is 400 naming it, anything else
+	// 500 without the details, which go to the log.
+	api.err = fieldErr{"detail_level"}
+	a := get(t, ts, "GET", "/api/v1/tools/search?detail_level=most", nil)
+	if a.status != 400 || !strings.Contains(a.body, `"parameter":"detail_level"`) {
+		t.Errorf("field error: %d %s", a.status, a.body)
+	}
+	api.err = errors.New("database is locked at /secret/path")
+	a = get(t, ts, "GET", "/api/v1/executions", nil)
+	if a.status != 500 || strings.Contains(a.body, "/secret/path") || !strings.Contains(logs.String(), "/secret/path") {
+		t.Errorf("internal error: %d %s; log %s", a.status, a.body, logs.String())
+	}
+	api.err = nil
+
+	for _, method := range []string{"POST", "PUT", "DELETE"} {
+		for _, path := range []string{"/api/v1/executions", "/metrics", "/readyz"} {
+			a := get(t, ts, method, path, nil)
+			if a.status != 405 || a.header.Get("Allow") != "GET, HEAD" {
+				t.Errorf("%s %s: %d %q", method, path, a.status, a.header.Get("Allow"))
+			}
+		}
+	}
+	if a := get(t, ts, "HEAD", "/api/v1/skills", nil); a.status != 200 {
+		t.Errorf("HEAD: %d", a.status)
+	}
+
+	if a := get(t, ts, "GET", "/readyz", nil); a.status != 200 || a.body != "ready\n" {
+		t.Errorf("readyz: %d %q", a.status, a.body)
+	}
+	api.ready = errors.New("database: disk I/O error")
+	if a := get(t, ts, "GET", "/readyz", nil); a.status != 503 || a.body != "not ready: database: disk I/O error\n" {
+		t.Errorf("readyz not ready: %d %q", a.status, a.body)
+	}
+	if a := get(t, ts, "GET", "/metrics", nil); a.status != 200 || a.body != "codecell_up 1\n" {
+		t.Errorf("metrics: %d %q", a.status, a.body)
+	}
+}
+
+func TestOptionalRoutes(t *testing.T) {
+	ts := serve(t, Options{})
+	for _, path := range []string{"/metrics", "/readyz", "/api/v1/executions"} {
+		if a := get(t, ts, "GET", path, nil); a.status != 404 {
+			t.Errorf("%s without API or Metrics: %d", path, a.status)
+		}
+	}
+}
+
+func TestTokens(t *testing.T) {
+	api := &fakeAPI{}
+	ts := serve(t, Options{API: api, Metrics: metricsStub, Tokens: map[string]string{"tok-a": "alice", "tok-b": "bob"}})
+	for _, path := range []string{"/api/v1/executions", "/api/v1/tools/search", "/api/v1/skills", "/api/v1/stats",
+		"/api/v1/upstreams", "/metrics", "/readyz"} {
+		for _, auth := range []string{"", "Bearer wrong", "Basic dG9rLWE6", "Bearer tok-ab", "Bearer TOK-A", "tok-a"} {
+			api.asked = nil
+			a := get(t, ts, "GET", path, map[string]string{"Authorization": auth})
+			if a.status != 401 || api.last() != "" {
+				t.Errorf("%s with %q: %d, asked %q", path, auth, a.status, api.last())
+			}
+		}
+	}
+	for tok, ns := range map[string]string{"tok-a": "alice", "tok-b": "bob"} {
+		for path, want := range map[string]string{
+			"/api/v1/executions?limit=3": `executions ["` + ns + `",0,3]`,
+			"/api/v1/skills":             `skills ["` + ns + `"]`,
+			"/api/v1/stats":              `stats ["` + ns + `",""]`,
+		} {
+			a := get(t, ts, "GET", path, map[string]string{"Authorization": "Bearer " + tok})
+			if a.status != 200 || api.last() != want {
+				t.Errorf("%s as %s: %d, asked %q, want %q", path, ns, a.status, api.last(), want)
+			}
+		}
+	}
+	if a := get(t, ts, "GET", "/healthz", nil); a.status != 200 {
+		t.Errorf("healthz needs no token: %d", a.status)
+	}
+}
+
+func TestOriginChecks(t *testing.T) {
+	api := &fakeAPI{}
+	ts := serve(t, Options{API: api, Metrics: metricsStub, AllowedOrigins: []string{"https://dash.example"}})
+	host := strings.TrimPrefix(ts.URL, "http://")
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		status int
+	}{
+		{"no browser headers (curl)", nil, 200},
+		{"same origin (the dashboard)", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": ts.URL}, 200},
+		{"typed into the address bar", map[string]string{"Sec-Fetch-Site": "none"}, 200},
+		{"cross-site fetch", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, 403},
+		{"same-site but another origin", map[string]string{"Sec-Fetch-Site": "same-site", "Origin": "http://other.localhost"}, 403},
+		{"old browser, foreign Origin", map[string]string{"Origin": "https://evil.example"}, 403},
+		{"allowed origin", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://dash.example"}, 200},
+		{"DNS rebinding", map[string]string{"Host": "evil.example:" + host[strings.LastIndex(host, ":")+1:]}, 403},
+		{"localhost by name", map[string]string{"Host": "localhost"}, 200},
+	} {
+		for _, path := range []string{"/api/v1/executions", "/metrics", "/readyz"} {
+			api.asked = nil
+			a := get(t, ts, "GET", path, tc.header)
+			if a.status != tc.status {
+				t.Errorf("%s, %s: %d %q, want %d", tc.name, path, a.status, a.body, tc.status)
+			}
+			if tc.status == 403 && api.last() != "" {
+				t.Errorf("%s, %s: the API was asked %q", tc.name, path, api.last())
+			}
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/codecell/codecell/internal/catalog"
+	"github.com/codecell/codecell/internal/metrics"
+	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/upstream"
+)
+
+// initMetrics makes the server's metrics (process-wide, see package
+// metrics) and hands them to what counts into them.
+func (s *Server) initMetrics() {
+	opts := metrics.Options{
+		// The Go and process collectors add nothing measurable to an
+		// idle codecell serve's RSS beyond the Prometheus client itself
+		// (which costs about 2 MB: VmRSS, 6 runs each way), and
+		// process_resident_memory_bytes is how an operator watches the
+		// idle memory budget.
+		Runtime: true,
+		Upstreams: func() []metrics.Upstream {
+			sts := s.up.Statuses()
+			out := make([]metrics.Upstream, len(sts))
+			for i, st := range sts {
+				out[i] = metrics.Upstream{Name: st.Name, Up: st.State == upstream.Connected, Tools: st.Tools}
+			}
+			return out
+		},
+	}
+	if p, ok := s.exec.(poolReporter); ok {
+		opts.Pool = func() metrics.Pool {
+			ps := p.PoolStats()
+			return metrics.Pool{Size: ps.Size, Idle: ps.Idle, Starting: ps.Starting, Busy: ps.Busy}
+		}
+	}
+	s.metrics = metrics.New(opts)
+	s.privacy.metrics = s.metrics
+}
+
+// MetricsHandler serves the metrics in the Prometheus text format, for
+// /metrics.
+func (s *Server) MetricsHandler() http.Handler { return s.metrics.Handler() }
+
+// observeExecution writes the one log line of a finished execution and
+// counts it in the metrics. Nothing the code produced is logged: no code,
+// output or error message, which may hold personal data; the error type is a
+// class name.
+func (s *Server) observeExecution(j job, out ExecuteCodeOutput) {
+	errType := executionErrorType(out)
+	s.metrics.Execution(errType, time.Duration(out.DurationMS*float64(time.Millisecond)),
+		out.ContextSavings.ToolResultBytes, out.ContextSavings.ReturnedBytes)
+	s.log.Info("execution", "namespace", j.Namespace, "session_id", out.SessionID, "ok", out.OK,
+		"error_type", errType, "duration_ms", out.DurationMS, "tool_calls", out.ToolCalls.Count,
+		"isolation", out.Isolation)
+}
+
+// executionErrorType is the error type of an execution, "" when it
+// succeeded. A failure without an error (not produced today) is a
+// SandboxError, as in the execution log: it must never count as a success.
+func executionErrorType(out ExecuteCodeOutput) string {
+	switch {
+	case out.Error != nil:
+		return out.Error.Type
+	case !out.OK:
+		return sandbox.ErrSandbox
+	}
+	return ""
+}
+
+// countToolCall counts one upstream tool call of code: t is the tool if
+// known is true; err is what the call returned to the sandbox.
+func (s *Server) countToolCall(t catalog.Tool, known bool, err error) {
+	if !known {
+		// The name came from code: as a label it would let code make any
+		// number of series.
+		s.metrics.ToolCall("", "", metrics.ToolUnknown)
+		return
+	}
+	s.metrics.ToolCall(t.Server, t.Name, toolOutcome(err))
+}
+
+// toolOutcome maps the error callTool returns to a metrics outcome, by the
+// Python exception kind callTool chose for it.
+func toolOutcome(err error) string {
+	if err == nil {
+		return metrics.ToolOK
+	}
+	var ce *sandbox.CallError
+	if errors.As(err, &ce) {
+		switch ce.Kind {
+		case "PermissionError":
+			return metrics.ToolDenied
+		case "ValueError":
+			return metrics.ToolBadArguments
+		case "TimeoutError":
+			return metrics.ToolTimeout
+		}
+	}
+	return metrics.ToolError
+}
