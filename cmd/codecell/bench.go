@@ -177,7 +177,9 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 
 	// Memory: the server's own RSS once idle, and the proportional set size
 	// of the warm sandboxes' processes divided by their number.
-	time.Sleep(500 * time.Millisecond)
+	// Idle: two seconds after the last request (the server hands its
+	// heap back to the system one second into a quiet spell).
+	time.Sleep(2 * time.Second)
 	serverPid := serveProcess(cmd)
 	if serverPid > 0 {
 		rss := float64(procKB(serverPid, "status", "VmRSS:")) / 1024

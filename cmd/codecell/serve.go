@@ -50,6 +50,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	}
 	defer a.close()
 	a.sandbox.WarmFor(a.server.WarmRequest(ctx, server.DefaultNamespace))
+	go a.server.TrimWhenIdle(ctx)
 	if *addr == "" {
 		a.log.Info("serving MCP over stdio", "isolation", a.sandbox.Level())
 		err := a.server.MCP().Run(ctx, &mcp.StdioTransport{})

@@ -105,6 +105,8 @@ type job struct {
 // runCode is the one path every execution takes: it runs the code, then
 // tokenizes personal data in what goes back to the model.
 func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, ExecuteCodeOutput, error) {
+	s.activity.begin()
+	defer s.activity.end()
 	calls := &execCalls{s: s, ns: j.Namespace}
 	sreq := sandbox.Request{
 		Workspace:    s.Workspace(j.Namespace),

@@ -70,6 +70,7 @@ type Server struct {
 	dataDir string
 	// sessions are the live interpreters of execute_code's session_id.
 	sessions *sessions
+	activity activity        // executions under way, for TrimWhenIdle
 	skills   *skills.Manager // nil: no skills
 	metrics  *metrics.Metrics
 	log      *slog.Logger

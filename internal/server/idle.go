@@ -1,0 +1,52 @@
+package server
+
+import (
+	"context"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+)
+
+// activity tracks the executions under way, so that memory can be handed
+// back to the system once the server has gone idle.
+type activity struct {
+	running  atomic.Int64
+	lastDone atomic.Int64 // Unix nanoseconds of the last execution's end
+}
+
+func (a *activity) begin() { a.running.Add(1) }
+
+func (a *activity) end() {
+	a.lastDone.Store(time.Now().UnixNano())
+	a.running.Add(-1)
+}
+
+// idleAfter is how long no execution must run before the server trims its
+// memory.
+const idleAfter = time.Second
+
+// TrimWhenIdle returns the heap's free memory to the system once after each
+// burst of executions, when none has run for idleAfter, until ctx ends.
+//
+// Why: codecell runs with a high GOGC (see config.GCPercent), which makes
+// executions and tool calls faster but leaves the heap of a burst in RSS for
+// minutes, as the runtime's scavenger returns it slowly. An idle server
+// should cost its host little (SPEC §10: 40 MB); one forced collection per
+// burst, while nothing runs, costs nobody anything.
+func (s *Server) TrimWhenIdle(ctx context.Context) {
+	t := time.NewTicker(idleAfter / 4)
+	defer t.Stop()
+	var trimmed int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			last := s.activity.lastDone.Load()
+			if last > trimmed && s.activity.running.Load() == 0 && now.UnixNano()-last >= int64(idleAfter) {
+				debug.FreeOSMemory()
+				trimmed = last
+			}
+		}
+	}
+}
