@@ -37,7 +37,8 @@ browser-deps:
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/codecell
 
-# Serves MCP over Streamable HTTP at http://$(ADDR)/mcp. MCP hosts that spawn
+# Serves MCP over Streamable HTTP at http://$(ADDR)/mcp and the dashboard at
+# http://$(ADDR)/. MCP hosts that spawn
 # codecell use `bin/codecell serve` (stdio) instead; see the README.
 run: deps build
 	$(BIN) doctor
@@ -58,6 +59,10 @@ bench: deps
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 30s ./internal/channel/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/config/
+	$(GO) test -run '^$$' -fuzz FuzzResolve -fuzztime 30s ./internal/workspace/
+	$(GO) test -run '^$$' -fuzz FuzzTokenizeRestore -fuzztime 30s ./internal/pii/
+	$(GO) test -run '^$$' -fuzz FuzzParseRequirement -fuzztime 30s ./internal/envs/
+	$(GO) test -run '^$$' -fuzz FuzzGenerate -fuzztime 30s ./internal/codegen/
 
 clean:
 	rm -rf bin

@@ -31,6 +31,8 @@ var forbidden = map[string][]string{
 	"httpapi":   {"github.com/codecell/codecell/internal/server"},
 	"workspace": {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"skills":    {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/server", "github.com/codecell/codecell/internal/sandbox"},
+	"dashboard": {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"metrics":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 }
 
 func TestLayering(t *testing.T) {
