@@ -51,7 +51,7 @@ test: deps npm-deps browser-deps
 # The latency benchmark recorded in BENCHMARKS.md.
 bench: deps
 	$(GO) test -run '^$$' -bench 'ExecuteCode|PythonSpawn' -benchtime 500x ./cmd/codecell/
-	$(GO) test -run '^$$' -bench 'BenchmarkExec$$' -benchtime 500x ./internal/sandbox/
+	$(GO) test -run '^$$' -bench 'BenchmarkExec$$|BenchmarkSessionExec' -benchtime 500x ./internal/sandbox/
 	$(GO) test -run '^$$' -bench 'Search' ./internal/catalog/
 	$(GO) test -run '^$$' -bench 'AggregateMillion' -benchtime 3x ./internal/analysis/
 

@@ -22,3 +22,20 @@ func BenchmarkExec(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSessionExec is a trivial execution in a live session, beside
+// BenchmarkExec's fresh process per execution.
+func BenchmarkSessionExec(b *testing.B) {
+	m, ws := newTestManager(b, Production, Limits{}, 1)
+	s, err := m.OpenSession(context.Background(), Request{Workspace: ws})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for b.Loop() {
+		r := s.Exec(context.Background(), Request{Workspace: ws, Code: "n = globals().get('n', 0) + 1\nprint(n)", Timeout: 20 * time.Second})
+		if !r.OK {
+			b.Fatalf("%+v", r.Error)
+		}
+	}
+}
