@@ -132,6 +132,7 @@ func TestProgressAndCancellation(t *testing.T) {
 		if !waitProcesses(marker, 1, 10*time.Second) {
 			t.Fatal("the execution's process never started")
 		}
+		cancelled := time.Now()
 		cancel() // the client sends notifications/cancelled
 		if err := <-errc; !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled call returned %v", err)
@@ -139,6 +140,7 @@ func TestProgressAndCancellation(t *testing.T) {
 		if !waitProcesses(marker, 0, time.Second) {
 			t.Fatalf("processes left a second after cancellation: %v", processesWith(marker))
 		}
+		t.Logf("the execution's processes were gone %s after the cancellation", time.Since(cancelled).Round(time.Millisecond))
 		// The server goes on.
 		if _, out := call(t, cs, map[string]any{"code": "1+1"}); !out.OK {
 			t.Fatalf("after cancellation: %+v", out.Error)
@@ -167,9 +169,11 @@ func TestProgressAndCancellation(t *testing.T) {
 		if !waitProcesses(marker, 1, 10*time.Second) {
 			t.Fatal("the execution's process never started")
 		}
+		gone := time.Now()
 		stdin.Close()
 		if !waitProcesses(marker, 0, time.Second) {
 			t.Fatalf("processes left a second after the client went away: %v", processesWith(marker))
 		}
+		t.Logf("the execution's processes were gone %s after the client went away", time.Since(gone).Round(time.Millisecond))
 	})
 }
