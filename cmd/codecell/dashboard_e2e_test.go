@@ -30,7 +30,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		"sandbox":    map[string]any{"isolation": "production", "python": "/usr/bin/python3", "pool": 1, "timeout": "20s"},
 		"http":       map[string]any{"tokens": map[string]string{token: "team-a"}},
 	})
-	base := startHTTP(t, string(cfg))
+	base := startHTTP(t, string(cfg), nil)
 	cs := connectWithToken(t, base, token)
 	waitUpstream(context.Background(), cs)
 

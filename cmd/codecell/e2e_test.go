@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,26 +67,44 @@ func testDirs(t testing.TB, cfg string) (cfgPath, dataDir string) {
 
 const testConfig = `{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 2, "timeout": "20s"}}`
 
+// connectStdio starts codecell serve over stdio on cfg, with the extra
+// arguments, and connects to it until the test ends.
 func connectStdio(t testing.TB, cfg string, extra ...string) *mcp.ClientSession {
 	t.Helper()
 	cfgPath, dataDir := testDirs(t, cfg)
-	cmd := exec.Command(binary, append([]string{"serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn"}, extra...)...)
-	cmd.Stderr = os.Stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := serveStdio(t, cfgPath, dataDir, nil, extra...)
 	t.Cleanup(func() { cs.Close() })
 	return cs
 }
 
-// startHTTP starts codecell serve --http on a free loopback port and returns
-// its base URL.
-func startHTTP(t testing.TB, cfg string) string {
+// serveStdio starts codecell serve over stdio on a config file and data dir
+// testDirs made, with the extra arguments, and connects a client with opts
+// (nil for none). The caller closes the session, which ends the process, so
+// that a test can start the server again on the same data dir.
+func serveStdio(t testing.TB, cfgPath, dataDir string, opts *mcp.ClientOptions, extra ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn"}, extra...)...)
+	cmd.Stderr = os.Stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts)
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// servingAddr finds the address in codecell serve --http's log line that
+// reports it, in the text or the JSON log format.
+var servingAddr = regexp.MustCompile(`serving MCP over HTTP.*\baddr"?[=:]"?(127\.0\.0\.1:\d+)`)
+
+// startHTTP starts codecell serve --http on a free loopback port, with the
+// extra arguments, and returns its base URL. onLine, when not nil, gets each
+// line the process logs, in order, from a goroutine of its own; the line
+// that reports the address comes before startHTTP returns.
+func startHTTP(t testing.TB, cfg string, onLine func(line string), extra ...string) string {
 	t.Helper()
 	cfgPath, dataDir := testDirs(t, cfg)
-	cmd := exec.Command(binary, "serve", "--http", "127.0.0.1:0", "--config", cfgPath, "--data-dir", dataDir)
+	cmd := exec.Command(binary, append([]string{"serve", "--http", "127.0.0.1:0", "--config", cfgPath, "--data-dir", dataDir}, extra...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -103,15 +122,28 @@ func startHTTP(t testing.TB, cfg string) string {
 			cmd.Process.Kill()
 		}
 	})
-	addr := regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
-	lines := bufio.NewScanner(stderr)
+	var mu sync.Mutex
+	var early []string // the lines before the address, for the failure message
 	found := make(chan string, 1)
 	go func() {
+		lines := bufio.NewScanner(stderr)
+		reported := false
 		for lines.Scan() {
-			if m := addr.FindStringSubmatch(lines.Text()); m != nil {
-				found <- m[1]
-				break
+			line := lines.Text()
+			if onLine != nil {
+				onLine(line)
 			}
+			if reported {
+				continue
+			}
+			if m := servingAddr.FindStringSubmatch(line); m != nil {
+				found <- m[1]
+				reported = true
+				continue
+			}
+			mu.Lock()
+			early = append(early, line)
+			mu.Unlock()
 		}
 		io.Copy(io.Discard, stderr)
 	}()
@@ -119,14 +151,16 @@ func startHTTP(t testing.TB, cfg string) string {
 	case a := <-found:
 		return "http://" + a
 	case <-time.After(30 * time.Second):
-		t.Fatal("codecell serve --http did not report its address")
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("codecell serve --http did not report its address; log:\n%s", strings.Join(early, "\n"))
 	}
 	return ""
 }
 
 func connectHTTP(t testing.TB, cfg string) *mcp.ClientSession {
 	t.Helper()
-	base := startHTTP(t, cfg)
+	base := startHTTP(t, cfg, nil)
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
 	if err != nil {
@@ -134,6 +168,24 @@ func connectHTTP(t testing.TB, cfg string) *mcp.ClientSession {
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// callToolInto calls a tool, failing on a protocol error, decodes its
+// structured result into out when out is not nil, and returns the result
+// and its text.
+func callToolInto(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any, out any) (*mcp.CallToolResult, string) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error %v", name, err)
+	}
+	if out != nil && res.StructuredContent != nil {
+		raw, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return res, textOf(res)
 }
 
 func call(t testing.TB, cs *mcp.ClientSession, args map[string]any) (*mcp.CallToolResult, server.ExecuteCodeOutput) {
@@ -265,7 +317,7 @@ func TestToolsHaveSchemas(t *testing.T) {
 
 func TestHealthz(t *testing.T) {
 	requireProduction(t)
-	base := startHTTP(t, testConfig)
+	base := startHTTP(t, testConfig, nil)
 	resp, err := http.Get(base + "/healthz")
 	if err != nil {
 		t.Fatal(err)

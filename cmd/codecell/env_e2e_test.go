@@ -2,7 +2,6 @@ package main
 
 import (
 	"archive/zip"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -48,15 +47,11 @@ func buildWheel(t *testing.T, dir, name, version string, files map[string]string
 	}
 }
 
+// callTool is callToolInto with the structured result as a map.
 func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, map[string]any) {
 	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: protocol error %v", name, err)
-	}
 	var out map[string]any
-	raw, _ := json.Marshal(res.StructuredContent)
-	json.Unmarshal(raw, &out)
+	res, _ := callToolInto(t, cs, name, args, &out)
 	return res, out
 }
 
@@ -72,15 +67,7 @@ func TestEnvironmentsAndInstalls(t *testing.T) {
 	})
 	cfg := fmt.Sprintf(`{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 1, "wheelhouse": %q}}`, wheelhouse)
 	cfgPath, dataDir := testDirs(t, cfg)
-	connect := func() *mcp.ClientSession {
-		cmd := exec.Command(binary, "serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn")
-		cmd.Stderr = os.Stderr
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cs
-	}
+	connect := func() *mcp.ClientSession { return serveStdio(t, cfgPath, dataDir, nil) }
 	cs := connect()
 	defer func() { cs.Close() }()
 

@@ -1,24 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"reflect"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
+	"github.com/codecell/codecell/internal/metrics"
 	"github.com/codecell/codecell/internal/server"
 )
 
@@ -28,63 +22,24 @@ type jsonLog struct {
 	lines []map[string]any
 }
 
+// add is startHTTP's onLine: a line that is not JSON is kept as not_json.
+func (l *jsonLog) add(line string) {
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(line), &rec); err != nil {
+		rec = map[string]any{"not_json": line}
+	}
+	l.mu.Lock()
+	l.lines = append(l.lines, rec)
+	l.mu.Unlock()
+}
+
 func (l *jsonLog) snapshot() []map[string]any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]map[string]any(nil), l.lines...)
 }
 
-// startServeJSON is startHTTP with --log-format json, keeping the log.
-func startServeJSON(t *testing.T, cfg string) (string, *jsonLog) {
-	t.Helper()
-	cfgPath, dataDir := testDirs(t, cfg)
-	cmd := exec.Command(binary, "serve", "--http", "127.0.0.1:0", "--config", cfgPath, "--data-dir", dataDir, "--log-format", "json")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-		}
-	})
-	log := &jsonLog{}
-	found := make(chan string, 1)
-	go func() {
-		lines := bufio.NewScanner(stderr)
-		for lines.Scan() {
-			var rec map[string]any
-			if err := json.Unmarshal(lines.Bytes(), &rec); err != nil {
-				rec = map[string]any{"not_json": lines.Text()}
-			}
-			log.mu.Lock()
-			log.lines = append(log.lines, rec)
-			log.mu.Unlock()
-			if addr, ok := rec["addr"].(string); ok && rec["msg"] == "serving MCP over HTTP" {
-				found <- addr
-			}
-		}
-		io.Copy(io.Discard, stderr)
-	}()
-	select {
-	case addr := <-found:
-		return "http://" + addr, log
-	case <-time.After(30 * time.Second):
-		t.Fatalf("codecell serve --http did not report its address; log %v", log.snapshot())
-	}
-	return "", nil
-}
-
-// scrapeMetrics reads /metrics into series name{labels} -> value (labels
-// sorted; a histogram gives name_count).
+// scrapeMetrics reads /metrics with metrics.ParseText.
 func scrapeMetrics(t *testing.T, base, token string) map[string]float64 {
 	t.Helper()
 	req, _ := http.NewRequest("GET", base+"/metrics", nil)
@@ -97,32 +52,9 @@ func scrapeMetrics(t *testing.T, base, token string) map[string]float64 {
 	if res.StatusCode != 200 {
 		t.Fatalf("/metrics: %s", res.Status)
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(res.Body)
+	out, err := metrics.ParseText(res.Body)
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for name, f := range fams {
-		for _, m := range f.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			sort.Strings(labels)
-			key := name
-			if len(labels) > 0 {
-				key += "{" + strings.Join(labels, ",") + "}"
-			}
-			switch {
-			case m.Counter != nil:
-				out[key] = m.Counter.GetValue()
-			case m.Gauge != nil:
-				out[key] = m.Gauge.GetValue()
-			case m.Histogram != nil:
-				out[name+"_count"] = float64(m.Histogram.GetSampleCount())
-			}
-		}
 	}
 	return out
 }
@@ -137,7 +69,8 @@ func TestMetricsAndRESTE2E(t *testing.T) {
 		"sandbox":    map[string]any{"isolation": "production", "python": "/usr/bin/python3", "pool": 1, "timeout": "20s"},
 		"http":       map[string]any{"tokens": map[string]string{tokenA: "team-a", tokenB: "team-b"}},
 	})
-	base, log := startServeJSON(t, string(cfg))
+	log := &jsonLog{}
+	base := startHTTP(t, string(cfg), log.add, "--log-format", "json")
 	ctx := context.Background()
 	a, b := connectWithToken(t, base, tokenA), connectWithToken(t, base, tokenB)
 	waitUpstream(ctx, a)

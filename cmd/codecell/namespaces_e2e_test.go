@@ -47,7 +47,7 @@ const (
 func TestNamespacesOverHTTP(t *testing.T) {
 	requireProduction(t)
 	base := startHTTP(t, `{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 1, "timeout": "20s"},
-		"http": {"tokens": {"`+tokenA+`": "team-a", "`+tokenB+`": "team-b"}}}`)
+		"http": {"tokens": {"`+tokenA+`": "team-a", "`+tokenB+`": "team-b"}}}`, nil)
 
 	// Authentication.
 	for _, tc := range []struct{ name, auth string }{

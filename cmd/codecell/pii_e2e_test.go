@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -31,12 +30,7 @@ func TestPIIDataPath(t *testing.T) {
 		"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 1}}`, memEntry, memFile)
 	cfgPath, dataDir := testDirs(t, cfg)
 	connect := func() *mcp.ClientSession {
-		cmd := exec.Command(binary, "serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn")
-		cmd.Stderr = os.Stderr
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cs := serveStdio(t, cfgPath, dataDir, nil)
 		waitUpstream(context.Background(), cs)
 		return cs
 	}

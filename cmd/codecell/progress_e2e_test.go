@@ -56,20 +56,13 @@ func TestProgressAndCancellation(t *testing.T) {
 	var mu sync.Mutex
 	var notes []*mcp.ProgressNotificationParams
 	connect := func() *mcp.ClientSession {
-		cmd := exec.Command(binary, "serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn")
-		cmd.Stderr = os.Stderr
-		client := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, &mcp.ClientOptions{
+		return serveStdio(t, cfgPath, dataDir, &mcp.ClientOptions{
 			ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 				mu.Lock()
 				notes = append(notes, req.Params)
 				mu.Unlock()
 			},
 		})
-		cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cs
 	}
 	cs := connect()
 	defer func() { cs.Close() }()

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,34 +17,13 @@ import (
 func TestSkillsEndToEnd(t *testing.T) {
 	requireProduction(t)
 	cfgPath, dataDir := testDirs(t, testConfig)
-	cmd := exec.Command(binary, "serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn")
-	cmd.Stderr = os.Stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := serveStdio(t, cfgPath, dataDir, nil)
 	defer cs.Close()
 
 	tool := func(name string, args map[string]any, out any) *mcp.CallToolResult {
 		t.Helper()
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: protocol error %v", name, err)
-		}
-		if out != nil && res.StructuredContent != nil {
-			raw, _ := json.Marshal(res.StructuredContent)
-			json.Unmarshal(raw, out)
-		}
+		res, _ := callToolInto(t, cs, name, args, out)
 		return res
-	}
-	text := func(res *mcp.CallToolResult) string {
-		var b strings.Builder
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				b.WriteString(tc.Text)
-			}
-		}
-		return b.String()
 	}
 	var saved struct {
 		Name    string `json:"name"`
@@ -75,13 +51,13 @@ func TestSkillsEndToEnd(t *testing.T) {
 	const use = "from skills.calc import scale\nscale(21)"
 
 	if res := save("calc", "def scale(x):\n    return 2 * x\n", "math"); res.IsError || saved.Version != 1 || saved.Path != "skills/calc/calc.py" {
-		t.Fatalf("first save: %s %+v", text(res), saved)
+		t.Fatalf("first save: %s %+v", textOf(res), saved)
 	}
 	if ok, r, msg := run(use); !ok || r != float64(42) {
 		t.Fatalf("import version 1: %v %v", r, msg)
 	}
 	if res := save("calc", "def scale(x):\n    return 3 * x\n", "math"); res.IsError || saved.Version != 2 {
-		t.Fatalf("second save: %s %+v", text(res), saved)
+		t.Fatalf("second save: %s %+v", textOf(res), saved)
 	}
 	if ok, r, msg := run(use); !ok || r != float64(63) {
 		t.Fatalf("import after the second save: %v %v", r, msg)
@@ -99,8 +75,8 @@ func TestSkillsEndToEnd(t *testing.T) {
 		{"class", "x = 1\n", "keyword"},
 		{"broken", "def f():\n    return (\n", "invalid argument code: does not compile: line 2"},
 	} {
-		if res := save(tc.name, tc.code); !res.IsError || !strings.Contains(text(res), tc.want) {
-			t.Errorf("save %s: isError=%v %q, want %q", tc.name, res.IsError, text(res), tc.want)
+		if res := save(tc.name, tc.code); !res.IsError || !strings.Contains(textOf(res), tc.want) {
+			t.Errorf("save %s: isError=%v %q, want %q", tc.name, res.IsError, textOf(res), tc.want)
 		}
 	}
 
@@ -111,10 +87,10 @@ func TestSkillsEndToEnd(t *testing.T) {
 	}
 	if res := tool("load_skill", map[string]any{"name": "calc", "version": 1}, &loaded); res.IsError ||
 		loaded.Version != 1 || loaded.LatestVersion != 2 || !strings.Contains(loaded.Code, "2 * x") {
-		t.Fatalf("load version 1: %s %+v", text(res), loaded)
+		t.Fatalf("load version 1: %s %+v", textOf(res), loaded)
 	}
-	if res := tool("load_skill", map[string]any{"name": "calc", "version": 3}, nil); !res.IsError || !strings.Contains(text(res), "versions 1 to 2") {
-		t.Errorf("load version 3: %s", text(res))
+	if res := tool("load_skill", map[string]any{"name": "calc", "version": 3}, nil); !res.IsError || !strings.Contains(textOf(res), "versions 1 to 2") {
+		t.Errorf("load version 3: %s", textOf(res))
 	}
 
 	var listed struct {
@@ -124,10 +100,10 @@ func TestSkillsEndToEnd(t *testing.T) {
 		} `json:"skills"`
 	}
 	if res := tool("list_skills", map[string]any{"query": "MATH"}, &listed); res.IsError || len(listed.Skills) != 1 || listed.Skills[0].Version != 2 {
-		t.Fatalf("list_skills math: %s %+v", text(res), listed)
+		t.Fatalf("list_skills math: %s %+v", textOf(res), listed)
 	}
 	if res := tool("list_skills", map[string]any{"query": "nothing like it"}, &listed); res.IsError || len(listed.Skills) != 0 {
-		t.Errorf("list_skills with no match: %s", text(res))
+		t.Errorf("list_skills with no match: %s", textOf(res))
 	}
 
 	// The command line, on the same data dir while the server runs.
@@ -155,7 +131,7 @@ func TestSkillsEndToEnd(t *testing.T) {
 		t.Errorf("skills show of a missing skill: exit %d\n%s", code, out)
 	}
 	if res := save("spare", "def scale(x):\n    return x\n"); res.IsError {
-		t.Fatalf("save spare: %s", text(res))
+		t.Fatalf("save spare: %s", textOf(res))
 	}
 	if out := cli("delete", "spare"); !strings.Contains(out, "deleted skill spare (1 versions)") {
 		t.Errorf("skills delete:\n%s", out)
@@ -169,13 +145,13 @@ func TestSkillsEndToEnd(t *testing.T) {
 		Versions int `json:"versions"`
 	}
 	if res := tool("delete_skill", map[string]any{"name": "calc"}, &deleted); res.IsError || deleted.Versions != 2 {
-		t.Fatalf("delete_skill: %s %+v", text(res), deleted)
+		t.Fatalf("delete_skill: %s %+v", textOf(res), deleted)
 	}
 	if ok, _, msg := run(use); ok || !strings.Contains(msg, "ModuleNotFoundError") || !strings.Contains(msg, "skills.calc") {
 		t.Errorf("import after delete_skill: ok=%v %s", ok, msg)
 	}
 	if res := tool("load_skill", map[string]any{"name": "calc"}, nil); !res.IsError {
-		t.Errorf("load after delete_skill: %s", text(res))
+		t.Errorf("load after delete_skill: %s", textOf(res))
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "skills", "default", "calc")); !os.IsNotExist(err) {
 		t.Errorf("files left after delete_skill: %v", err)

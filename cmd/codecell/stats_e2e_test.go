@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -30,12 +28,7 @@ func TestExecutionStatsE2E(t *testing.T) {
 	cfgPath, dataDir := testDirs(t, cfg)
 	connect := func() *mcp.ClientSession {
 		t.Helper()
-		cmd := exec.Command(binary, "serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn")
-		cmd.Stderr = os.Stderr
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cs := serveStdio(t, cfgPath, dataDir, nil)
 		waitUpstream(context.Background(), cs)
 		return cs
 	}

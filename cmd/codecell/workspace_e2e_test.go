@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -11,29 +9,6 @@ import (
 
 	"github.com/codecell/codecell/internal/server"
 )
-
-// callWorkspaceTool calls a tool, failing on a protocol error, and decodes
-// its structured result into out when out is not nil.
-func callWorkspaceTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, out any) (*mcp.CallToolResult, string) {
-	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: protocol error %v", name, err)
-	}
-	var text strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(tc.Text)
-		}
-	}
-	if out != nil && res.StructuredContent != nil {
-		raw, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return res, text.String()
-}
 
 // TestWorkspaceAndCodeFilesE2E: the workspace tools and sandboxed code see
 // one workspace, under production isolation (as root the code runs as
@@ -49,7 +24,7 @@ func TestWorkspaceAndCodeFilesE2E(t *testing.T) {
 			t.Fatalf("tool error: %s", text)
 		}
 	}
-	mustOK(callWorkspaceTool(t, cs, "write_workspace_file", map[string]any{"path": "in/data.txt", "content": "from the host\n"}, nil))
+	mustOK(callToolInto(t, cs, "write_workspace_file", map[string]any{"path": "in/data.txt", "content": "from the host\n"}, nil))
 
 	// The code reads the host's file, changes it, and writes beside it in
 	// the directory the host made.
@@ -76,20 +51,20 @@ with open("in/result.csv", "w") as f:
 		t.Errorf("resource links %q", links)
 	}
 	var r server.ReadWorkspaceFileOutput
-	mustOK(callWorkspaceTool(t, cs, "read_workspace_file", map[string]any{"path": "in/result.csv"}, &r))
+	mustOK(callToolInto(t, cs, "read_workspace_file", map[string]any{"path": "in/result.csv"}, &r))
 	if r.Content != "a,b\n1,2\n" || r.Encoding != "text" {
 		t.Fatalf("read result.csv: %+v", r)
 	}
-	mustOK(callWorkspaceTool(t, cs, "read_workspace_file", map[string]any{"path": "in/data.txt"}, &r))
+	mustOK(callToolInto(t, cs, "read_workspace_file", map[string]any{"path": "in/data.txt"}, &r))
 	if r.Content != "from the host\nand the code\n" {
 		t.Fatalf("read data.txt: %+v", r)
 	}
 
 	// A code file built in two steps, run with arguments.
 	var f server.CodeFileOutput
-	mustOK(callWorkspaceTool(t, cs, "initialize_code_file", map[string]any{"content": "import sys\nprint(sys.argv[1:])"}, &f))
-	mustOK(callWorkspaceTool(t, cs, "append_to_code_file", map[string]any{"path": f.Path, "content": "print(sys.argv[0])\nopen('made_by_file.txt', 'w').write('x')"}, nil))
-	res, text := callWorkspaceTool(t, cs, "execute_code_file", map[string]any{"path": f.Path, "args": []string{"a", "b c"}}, &out)
+	mustOK(callToolInto(t, cs, "initialize_code_file", map[string]any{"content": "import sys\nprint(sys.argv[1:])"}, &f))
+	mustOK(callToolInto(t, cs, "append_to_code_file", map[string]any{"path": f.Path, "content": "print(sys.argv[0])\nopen('made_by_file.txt', 'w').write('x')"}, nil))
+	res, text := callToolInto(t, cs, "execute_code_file", map[string]any{"path": f.Path, "args": []string{"a", "b c"}}, &out)
 	mustOK(res, text)
 	if want := "['a', 'b c']\n" + f.Path + "\n"; out.Stdout != want {
 		t.Fatalf("execute_code_file stdout %q, want %q", out.Stdout, want)
@@ -109,12 +84,12 @@ os.symlink("../../../../../../etc/passwd", "rel")
 		t.Fatalf("make links: %+v", out)
 	}
 	for _, p := range []string{"pw", "etc/passwd", "rel"} {
-		res, text := callWorkspaceTool(t, cs, "read_workspace_file", map[string]any{"path": p}, nil)
+		res, text := callToolInto(t, cs, "read_workspace_file", map[string]any{"path": p}, nil)
 		if !res.IsError || !strings.Contains(text, "symbolic link") || strings.Contains(text, "root:") {
 			t.Errorf("read %q through a link out: isError=%v %q", p, res.IsError, text)
 		}
 	}
-	res, text = callWorkspaceTool(t, cs, "read_code_file", map[string]any{"path": "pw"}, nil)
+	res, text = callToolInto(t, cs, "read_code_file", map[string]any{"path": "pw"}, nil)
 	if !res.IsError || strings.Contains(text, "root:") {
 		t.Errorf("read_code_file through a link out: %q", text)
 	}

@@ -15,12 +15,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/codecell/codecell/internal/catalog"
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/httpapi"
+	"github.com/codecell/codecell/internal/metrics"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/server"
 	"github.com/codecell/codecell/internal/store"
@@ -146,50 +145,26 @@ func TestOverHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer res.Body.Close()
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := parser.TextToMetricFamilies(res.Body)
+		got, err := metrics.ParseText(res.Body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		value := func(name string, labels ...string) float64 {
-			for _, m := range fams[name].GetMetric() {
-				var got []string
-				for _, l := range m.GetLabel() {
-					got = append(got, l.GetName()+"="+l.GetValue())
-				}
-				if reflect.DeepEqual(got, labels) || len(got) == 0 && len(labels) == 0 {
-					switch {
-					case m.Counter != nil:
-						return m.Counter.GetValue()
-					case m.Gauge != nil:
-						return m.Gauge.GetValue()
-					case m.Histogram != nil:
-						return float64(m.Histogram.GetSampleCount())
-					}
-				}
-			}
-			return -1
-		}
 		// Process-wide: both namespaces' executions count.
-		for _, c := range []struct {
-			name   string
-			labels []string
-			want   float64
-		}{
-			{"codecell_executions_total", []string{"outcome=ok"}, 3},
-			{"codecell_executions_total", []string{"outcome=ValueError"}, 1},
-			{"codecell_execution_duration_seconds", nil, 4},
-			{"codecell_tool_calls_total", []string{"outcome=ok", "server=docs", "tool=get-page"}, 2},
-			{"codecell_tool_calls_total", []string{"outcome=unknown_tool", "server=", "tool="}, 1},
-			{"codecell_pii_tokens_total", []string{"kind=EMAIL"}, 1},
-			{"codecell_tool_result_bytes_total", nil, 2000},
-			{"codecell_upstream_up", []string{"server=docs"}, 1},
+		for series, want := range map[string]float64{
+			`codecell_executions_total{outcome="ok"}`:                               3,
+			`codecell_executions_total{outcome="ValueError"}`:                       1,
+			"codecell_execution_duration_seconds_count":                             4,
+			`codecell_tool_calls_total{outcome="ok",server="docs",tool="get-page"}`: 2,
+			`codecell_tool_calls_total{outcome="unknown_tool",server="",tool=""}`:   1,
+			`codecell_pii_tokens_total{kind="EMAIL"}`:                               1,
+			"codecell_tool_result_bytes_total":                                      2000,
+			`codecell_upstream_up{server="docs"}`:                                   1,
 		} {
-			if got := value(c.name, c.labels...); got != c.want {
-				t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+			if v, ok := got[series]; !ok || v != want {
+				t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
 			}
 		}
-		if sum := fams["codecell_execution_duration_seconds"].GetMetric()[0].GetHistogram().GetSampleSum(); math.Abs(sum-0.425) > 1e-9 {
+		if sum := got["codecell_execution_duration_seconds_sum"]; math.Abs(sum-0.425) > 1e-9 {
 			t.Errorf("duration sum %v, want 0.425", sum)
 		}
 	})

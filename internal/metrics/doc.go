@@ -33,4 +33,7 @@
 // With Options.Runtime, the Go runtime (go_*) and process (process_*) series
 // of the Prometheus client are added: process_resident_memory_bytes is how
 // an operator watches the idle-memory budget.
+//
+// ParseText reads the text format back into a value per series, for tests
+// that check what a scrape shows.
 package metrics

@@ -30,7 +30,7 @@ func asJSON(t *testing.T, answer any, err error, v any) {
 }
 
 func TestAPIExecutions(t *testing.T) {
-	s, st, cs := statsServer(t, statsScripts, nil)
+	s, st, cs := statsServer(t, nil, statsScripts, nil)
 	ctx := context.Background()
 	api := s.API()
 	for _, code := range []string{"ok", "calls", "value", "mixed", "pii"} {
@@ -110,7 +110,7 @@ func TestAPIExecutions(t *testing.T) {
 }
 
 func TestAPIResultField(t *testing.T) {
-	s, st, _ := statsServer(t, statsScripts, nil)
+	s, st, _ := statsServer(t, nil, statsScripts, nil)
 	ctx := context.Background()
 	for _, r := range []string{`{"a": [1, 2]}`, excerpt(`"abcdefghij"`, 4)} {
 		if _, err := st.RecordExecution(ctx, store.Execution{Namespace: "r", ResultExcerpt: r}); err != nil {
@@ -133,7 +133,7 @@ func TestAPIResultField(t *testing.T) {
 }
 
 func TestAPISkillsStatsUpstreamsSearch(t *testing.T) {
-	s, st, cs := statsServer(t, statsScripts, nil)
+	s, st, cs := statsServer(t, nil, statsScripts, nil)
 	ctx := context.Background()
 	api := s.API()
 	for _, sk := range []store.Skill{

@@ -28,15 +28,7 @@ func BenchmarkExecuteCodeMCP(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	if _, err := s.MCP().Connect(ctx, st, nil); err != nil {
-		b.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectClient(b, s)
 	args := &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "print(1)"}}
 	for b.Loop() {
 		if res, err := cs.CallTool(ctx, args); err != nil || res.IsError {

@@ -8,83 +8,24 @@ import (
 	"log/slog"
 	"math"
 	"net/http/httptest"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/codecell/codecell/internal/config"
+	"github.com/codecell/codecell/internal/metrics"
 	"github.com/codecell/codecell/internal/sandbox"
-	"github.com/codecell/codecell/internal/store"
 )
 
-// scrape reads the server's /metrics answer into series name{labels} ->
-// value; a histogram gives name_count and name_sum.
+// scrape reads the server's /metrics answer with metrics.ParseText.
 func scrape(t *testing.T, s *Server) map[string]float64 {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	s.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(rec.Body)
+	out, err := metrics.ParseText(rec.Body)
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for name, f := range fams {
-		for _, m := range f.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			sort.Strings(labels)
-			key := name
-			if len(labels) > 0 {
-				key += "{" + strings.Join(labels, ",") + "}"
-			}
-			switch {
-			case m.Counter != nil:
-				out[key] = m.Counter.GetValue()
-			case m.Gauge != nil:
-				out[key] = m.Gauge.GetValue()
-			case m.Histogram != nil:
-				out[name+"_count"] = float64(m.Histogram.GetSampleCount())
-				out[name+"_sum"] = m.Histogram.GetSampleSum()
-			}
-		}
 	}
 	return out
-}
-
-// metricsServer is statsServer with a config of the test's choosing.
-func metricsServer(t *testing.T, cfg *config.Config, log *slog.Logger) (*Server, *mcp.ClientSession) {
-	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "codecell.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	s, err := New(Options{Config: cfg, Executor: scriptedExecutor{metricsScripts}, Upstreams: fakeUpstreams{},
-		Store: st, DataDir: t.TempDir(), Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	sst, ct := mcp.NewInMemoryTransports()
-	ss, err := s.MCP().Connect(ctx, sst, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return s, cs
 }
 
 var metricsScripts = map[string]fakeRun{
@@ -101,7 +42,7 @@ var metricsScripts = map[string]fakeRun{
 // and that each execution logs exactly one line at info level.
 func TestMetricsMove(t *testing.T) {
 	var logs bytes.Buffer
-	s, cs := metricsServer(t, config.Default(), slog.New(slog.NewJSONHandler(&logs, nil)))
+	s, _, cs := statsServer(t, nil, metricsScripts, slog.New(slog.NewJSONHandler(&logs, nil)))
 
 	before := scrape(t, s)
 	if before[`codecell_executions_total{outcome="ok"}`] != 0 || before["codecell_execution_duration_seconds_count"] != 0 {
@@ -222,7 +163,7 @@ func TestToolCallOutcomes(t *testing.T) {
 func TestDeniedToolCallCounted(t *testing.T) {
 	cfg := config.Default()
 	cfg.Policy.Deny = []string{"fake.fail"}
-	s, cs := metricsServer(t, cfg, nil)
+	s, _, cs := statsServer(t, cfg, metricsScripts, nil)
 	runTool(t, cs, "execute_code", map[string]any{"code": "mixed"})
 	got := scrape(t, s)
 	if g := got[`codecell_tool_calls_total{outcome="denied",server="fake",tool="fail"}`]; g != 1 {

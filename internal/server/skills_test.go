@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/skills"
@@ -90,16 +88,7 @@ func TestSaveSkillCompilesInTheSandbox(t *testing.T) {
 func TestSkillToolsListed(t *testing.T) {
 	ctx := context.Background()
 	names := func(s *Server) string {
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := s.MCP().Connect(ctx, st, nil); err != nil {
-			t.Fatal(err)
-		}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cs.Close()
-		res, err := cs.ListTools(ctx, nil)
+		res, err := connectClient(t, s).ListTools(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -76,33 +76,24 @@ func (fakeUpstreams) Statuses() []upstream.Status {
 	return []upstream.Status{{Name: "fake", State: upstream.Connected, Tools: 2}, {Name: "gone", State: upstream.Failed, Error: "exit status 1"}}
 }
 
-// statsServer is a server with a store, the scripted executor and the fake
-// upstreams, and a client connected to it.
-func statsServer(t *testing.T, scripts map[string]fakeRun, log *slog.Logger) (*Server, *store.Store, *mcp.ClientSession) {
+// statsServer is a server with cfg (nil for config.Default()), a store, the
+// scripted executor and the fake upstreams, and a client connected to it.
+func statsServer(t *testing.T, cfg *config.Config, scripts map[string]fakeRun, log *slog.Logger) (*Server, *store.Store, *mcp.ClientSession) {
 	t.Helper()
+	if cfg == nil {
+		cfg = config.Default()
+	}
 	st, err := store.Open(filepath.Join(t.TempDir(), "codecell.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	s, err := New(Options{Config: config.Default(), Executor: scriptedExecutor{scripts}, Upstreams: fakeUpstreams{},
+	s, err := New(Options{Config: cfg, Executor: scriptedExecutor{scripts}, Upstreams: fakeUpstreams{},
 		Store: st, DataDir: t.TempDir(), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	sst, ct := mcp.NewInMemoryTransports()
-	ss, err := s.MCP().Connect(ctx, sst, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return s, st, cs
+	return s, st, connectClient(t, s)
 }
 
 func runTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
@@ -134,7 +125,7 @@ var statsScripts = map[string]fakeRun{
 }
 
 func TestExecutionStats(t *testing.T) {
-	_, st, cs := statsServer(t, statsScripts, nil)
+	_, st, cs := statsServer(t, nil, statsScripts, nil)
 	ctx := context.Background()
 	var kept, returned int64
 	for _, code := range []string{"ok", "calls", "value", "mixed", "timeout", "pii"} {
@@ -250,7 +241,7 @@ func TestExecutionStats(t *testing.T) {
 // execution still returns its result, and the failure is logged.
 func TestRecordFailureKeepsResult(t *testing.T) {
 	var buf bytes.Buffer
-	_, st, cs := statsServer(t, statsScripts, slog.New(slog.NewTextHandler(&buf, nil)))
+	_, st, cs := statsServer(t, nil, statsScripts, slog.New(slog.NewTextHandler(&buf, nil)))
 	st.Close()
 	res := runTool(t, cs, "execute_code", map[string]any{"code": "ok"})
 	if res.IsError || textOf(res) != "a\n" {
@@ -268,17 +259,8 @@ func TestStatsNeedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	sst, ct := mcp.NewInMemoryTransports()
-	if _, err := s.MCP().Connect(ctx, sst, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	tools, err := cs.ListTools(ctx, nil)
+	cs := connectClient(t, s)
+	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,19 +55,7 @@ func wsClient(t *testing.T, exec Executor, mutate func(*config.Config)) (*mcp.Cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.MCP().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs, s.Workspace(DefaultNamespace)
+	return connectClient(t, s), s.Workspace(DefaultNamespace)
 }
 
 // callTool calls a tool and returns its result and text.
@@ -77,13 +65,7 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 	if err != nil {
 		t.Fatalf("%s: protocol error %v", name, err)
 	}
-	var text strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(tc.Text)
-		}
-	}
-	return res, text.String()
+	return res, textOf(res)
 }
 
 // mustCall calls a tool that must succeed and decodes its structured
