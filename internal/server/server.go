@@ -123,7 +123,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codecell", Title: "codecell", Version: version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: log})
+		&mcp.ServerOptions{Instructions: instructions, Logger: SDKLogger(log)})
 	if slices.Contains(opts.Config.Toolsets, "exec") {
 		s.addExecTools()
 	}
