@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // API is what the REST API (package httpapi) reads from the server: each
@@ -154,10 +151,10 @@ type SkillEntry struct {
 // Skills lists the latest version of each of ns's skills, by name.
 func (a API) Skills(ctx context.Context, ns string) (any, error) {
 	out := SkillsList{Skills: []SkillEntry{}}
-	if a.s.store == nil {
+	if a.s.skills == nil {
 		return out, nil
 	}
-	list, err := a.s.store.ListSkills(ctx, namespace(ns))
+	list, err := a.s.skills.List(ctx, namespace(ns), "")
 	if err != nil {
 		return nil, err
 	}
@@ -181,10 +178,7 @@ func (a API) Stats(ctx context.Context, ns, since string) (any, error) {
 	if a.s.store == nil {
 		return nil, errNoLog
 	}
-	// The tool's own handler, acting for ns as a bearer token of ns would:
-	// the answer is the tool's by construction.
-	req := &mcp.CallToolRequest{Extra: &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{UserID: namespace(ns)}}}
-	_, out, err := a.s.executionStats(ctx, req, ExecutionStatsInput{Since: since})
+	out, err := a.s.stats(ctx, namespace(ns), since)
 	if err != nil {
 		return nil, err
 	}
@@ -198,11 +192,7 @@ type UpstreamsList struct {
 
 // Upstreams lists the upstream servers and their states now.
 func (a API) Upstreams(context.Context) (any, error) {
-	out := UpstreamsList{Upstreams: []UpstreamState{}}
-	for _, u := range a.s.statuses() {
-		out.Upstreams = append(out.Upstreams, UpstreamState{Name: u.Name, State: string(u.State), ToolCount: u.Tools, Error: u.Error})
-	}
-	return out, nil
+	return UpstreamsList{Upstreams: a.s.upstreamStates()}, nil
 }
 
 func namespace(ns string) string {

@@ -89,7 +89,7 @@ func (s *Server) addDiscoveryTools() {
 		Title:       "List upstream servers",
 		Description: "Each upstream MCP server with its tool count, connection state and what it is for.",
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, CategoriesOutput, error) {
-		out := CategoriesOutput{Servers: s.statuses()}
+		out := CategoriesOutput{Servers: s.up.Statuses()}
 		var b strings.Builder
 		for _, st := range out.Servers {
 			fmt.Fprintf(&b, "%s: %s, %d tools", st.Name, st.State, st.Tools)
@@ -117,14 +117,7 @@ func (s *Server) SearchTools(in SearchToolsInput) (SearchToolsOutput, error) {
 func (s *Server) ToolDefinition(name string) (ToolEntry, error) { return s.toolDefinition(name) }
 
 // Statuses is list_tool_categories, for the command line and doctor.
-func (s *Server) Statuses() []upstream.Status { return s.statuses() }
-
-func (s *Server) statuses() []upstream.Status {
-	if s.up == nil {
-		return []upstream.Status{}
-	}
-	return s.up.Statuses()
-}
+func (s *Server) Statuses() []upstream.Status { return s.up.Statuses() }
 
 // searchTools is search_tools for MCP, the sandbox and the REST API.
 func (s *Server) searchTools(in SearchToolsInput) (SearchToolsOutput, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"sort"
 	"strings"
@@ -33,7 +34,7 @@ type sessions struct {
 	store *store.Store  // the session records; nil keeps none
 	idle  time.Duration // a session unused this long is closed
 	max   int           // sessions per namespace
-	log   interface{ Warn(string, ...any) }
+	log   *slog.Logger
 
 	createMu sync.Mutex // serializes creations, so two calls with one new id make one session
 
@@ -54,7 +55,7 @@ type liveSession struct {
 	running    int // executions running or waiting their turn; never expired while > 0
 }
 
-func newSessions(open SessionOpener, st *store.Store, idle time.Duration, max int, log interface{ Warn(string, ...any) }) *sessions {
+func newSessions(open SessionOpener, st *store.Store, idle time.Duration, max int, log *slog.Logger) *sessions {
 	r := &sessions{open: open, store: st, idle: idle, max: max, log: log,
 		byNS: map[string]map[string]*liveSession{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if st != nil {

@@ -177,13 +177,23 @@ func (s *Server) addStatsTools() {
 }
 
 func (s *Server) executionStats(ctx context.Context, req *mcp.CallToolRequest, in ExecutionStatsInput) (*mcp.CallToolResult, ExecutionStatsOutput, error) {
-	since, err := parseSince(in.Since, time.Now())
+	out, err := s.stats(ctx, namespaceOf(req), in.Since)
 	if err != nil {
 		return nil, ExecutionStatsOutput{}, err
 	}
-	st, err := s.store.ExecutionStats(ctx, namespaceOf(req), since)
+	return textResult(renderStats(out)), out, nil
+}
+
+// stats is get_execution_stats for ns, for the tool and the REST API; the
+// store must be set.
+func (s *Server) stats(ctx context.Context, ns, sinceArg string) (ExecutionStatsOutput, error) {
+	since, err := parseSince(sinceArg, time.Now())
 	if err != nil {
-		return nil, ExecutionStatsOutput{}, err
+		return ExecutionStatsOutput{}, err
+	}
+	st, err := s.store.ExecutionStats(ctx, ns, since)
+	if err != nil {
+		return ExecutionStatsOutput{}, err
 	}
 	out := ExecutionStatsOutput{
 		Total:        st.Total,
@@ -195,7 +205,7 @@ func (s *Server) executionStats(ctx context.Context, req *mcp.CallToolRequest, i
 			Top: make([]ToolUsage, len(st.TopTools))},
 		ContextSavings: ContextSavings{ToolResultBytes: st.ToolResultBytes, ReturnedBytes: st.ReturnedBytes},
 		Isolation:      string(s.exec.Level()),
-		Upstreams:      []UpstreamState{},
+		Upstreams:      s.upstreamStates(),
 	}
 	if !since.IsZero() {
 		out.Since = since.UTC().Format(time.RFC3339Nano)
@@ -207,10 +217,16 @@ func (s *Server) executionStats(ctx context.Context, req *mcp.CallToolRequest, i
 		ps := p.PoolStats()
 		out.Pool = &PoolState{Size: ps.Size, Idle: ps.Idle, Starting: ps.Starting, Busy: ps.Busy}
 	}
+	return out, nil
+}
+
+// upstreamStates are the upstream servers and their states now.
+func (s *Server) upstreamStates() []UpstreamState {
+	out := []UpstreamState{}
 	for _, u := range s.up.Statuses() {
-		out.Upstreams = append(out.Upstreams, UpstreamState{Name: u.Name, State: string(u.State), ToolCount: u.Tools, Error: u.Error})
+		out = append(out, UpstreamState{Name: u.Name, State: string(u.State), ToolCount: u.Tools, Error: u.Error})
 	}
-	return textResult(renderStats(out)), out, nil
+	return out
 }
 
 // parseSince reads since: "" (everything), an RFC 3339 time, or a positive

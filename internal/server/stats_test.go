@@ -17,6 +17,7 @@ import (
 	"github.com/codecell/codecell/internal/catalog"
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/skills"
 	"github.com/codecell/codecell/internal/store"
 	"github.com/codecell/codecell/internal/upstream"
 )
@@ -88,8 +89,12 @@ func statsServer(t *testing.T, cfg *config.Config, scripts map[string]fakeRun, l
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	sk, err := skills.New(skills.Options{Store: st, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, err := New(Options{Config: cfg, Executor: scriptedExecutor{scripts}, Upstreams: fakeUpstreams{},
-		Store: st, DataDir: t.TempDir(), Logger: log})
+		Store: st, Skills: sk, DataDir: t.TempDir(), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,42 +30,25 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, O
 
 // stripDescriptions removes the descriptions below the top of a schema.
 func stripDescriptions(s *jsonschema.Schema) {
-	var walk func(s *jsonschema.Schema)
-	walk = func(s *jsonschema.Schema) {
-		if s == nil {
-			return
-		}
-		s.Description = ""
-		for _, p := range s.Properties {
-			walk(p)
-		}
-		for _, d := range s.Defs {
-			walk(d)
-		}
-		for _, d := range s.Definitions {
-			walk(d)
-		}
-		walk(s.Items)
-		walk(s.AdditionalProperties)
-		for _, sub := range s.AnyOf {
-			walk(sub)
-		}
-		for _, sub := range s.OneOf {
-			walk(sub)
-		}
-		for _, sub := range s.AllOf {
-			walk(sub)
-		}
-		for _, sub := range s.PrefixItems {
-			walk(sub)
+	top := s.Description
+	stripAll(s)
+	s.Description = top
+}
+
+// stripAll removes every description in a schema.
+func stripAll(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	s.Description = ""
+	for _, group := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf, s.AllOf, s.PrefixItems, {s.Items, s.AdditionalProperties}} {
+		for _, sub := range group {
+			stripAll(sub)
 		}
 	}
-	for _, p := range s.Properties {
-		walk(p)
+	for _, m := range []map[string]*jsonschema.Schema{s.Properties, s.Defs, s.Definitions} {
+		for _, sub := range m {
+			stripAll(sub)
+		}
 	}
-	for _, d := range s.Defs {
-		walk(d)
-	}
-	walk(s.Items)
-	walk(s.AdditionalProperties)
 }
