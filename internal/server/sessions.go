@@ -126,13 +126,15 @@ func (r *sessions) take(ns, id string) *liveSession {
 }
 
 // release ends an execution of ls. A session whose interpreter ended in it
-// is dropped, so the next call with its id starts a new one.
+// is dropped, so the next call with its id starts a new one. The store's
+// record is written when a session starts and removed when it ends, not on
+// each execution: last use lives here, and a write per execution would put
+// a database sync on every session call.
 func (r *sessions) release(ns string, ls *liveSession) {
-	now := time.Now()
 	r.mu.Lock()
 	ls.running--
 	ls.executions++
-	ls.lastUsed = now
+	ls.lastUsed = time.Now()
 	ended := !ls.sb.Alive() && ls.running == 0 && r.byNS[ns][ls.id] == ls
 	if ended {
 		delete(r.byNS[ns], ls.id)
@@ -140,9 +142,7 @@ func (r *sessions) release(ns string, ls *liveSession) {
 	r.mu.Unlock()
 	if ended {
 		r.forget(ns, ls.id)
-		return
 	}
-	r.record(ns, ls.id, now)
 }
 
 // closeSession ends session id of ns.
