@@ -201,7 +201,7 @@ func assertNoProcs(t *testing.T, needle string) {
 // returns it (still in the pool: the next Exec takes it).
 func idleGVisor(t *testing.T, m *Manager, ws string) *gvisor {
 	t.Helper()
-	m.Warm(ws)
+	m.WarmFor(Request{Workspace: ws})
 	for deadline := time.Now().Add(2 * startTimeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		m.mu.Lock()
 		list := m.idle[m.defaultTarget(ws)]

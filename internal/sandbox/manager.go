@@ -198,11 +198,6 @@ func (m *Manager) begin(ctx context.Context, req *Request, res *Result) (context
 	}, true
 }
 
-// Warm fills the pool for workspace in the background.
-func (m *Manager) Warm(workspace string) {
-	m.WarmFor(Request{Workspace: workspace})
-}
-
 // WarmFor fills, in the background, the pool of the sandboxes that
 // executions like req run in: its workspace, interpreter and skills.
 func (m *Manager) WarmFor(req Request) {

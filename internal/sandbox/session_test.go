@@ -35,6 +35,11 @@ func TestSession(t *testing.T) {
 			if !r.OK || r.Stdout != "x is 41\n" || !equalJSON(r.Result, 42.0) {
 				t.Fatalf("second: ok=%v stdout=%q result=%v err=%+v", r.OK, r.Stdout, r.Result, r.Error)
 			}
+			// A cell that sets result again, even to the same object, returns it.
+			r = sessionExec(t, s, ws, "result = result")
+			if !r.OK || r.Result != "set" {
+				t.Fatalf("result set again: %+v %+v", r.Result, r.Error)
+			}
 			r = sessionExec(t, s, ws, "import os\nos.getpid() == pid")
 			if r.Result != true {
 				t.Fatalf("not the same interpreter: %+v %+v", r.Result, r.Error)

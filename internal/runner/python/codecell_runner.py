@@ -225,13 +225,15 @@ def run_cell(code, glb, filename=CELL):
     """
     tree = ast.parse(code, filename, "exec")
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-    sets_result = assigns_result(tree)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
     before = glb.get("result", _MISSING)
     exec(compile(tree, filename, "exec"), glb)
-    if "result" in glb and (sets_result or glb["result"] is not before):
+    # Only a session's cell that leaves an earlier result untouched needs
+    # the walk: fresh globals have no earlier result.
+    if "result" in glb and (glb["result"] is not before or assigns_result(tree)
+                            or (last is not None and assigns_result(last))):
         return True, glb["result"]
     if last is not None:
         return True, eval(compile(last, filename, "eval"), glb)
