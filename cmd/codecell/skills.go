@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/codecell/codecell/internal/server"
 	"github.com/codecell/codecell/internal/skills"
@@ -64,7 +63,8 @@ func runSkills(ctx context.Context, g *globals, args []string) error {
 	dbPath := filepath.Join(dataDir, "codecell.db")
 	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
 		if sub == "list" {
-			return print(server.ListSkillsOutput{Skills: []server.SkillInfo{}}, "(no skills)\n")
+			none := server.ListSkillsOutput{Skills: []server.SkillInfo{}}
+			return print(none, none.Text())
 		}
 		return fmt.Errorf("skill %s: %w", positional[0], skills.ErrNotFound)
 	}
@@ -80,62 +80,31 @@ func runSkills(ctx context.Context, g *globals, args []string) error {
 
 	switch sub {
 	case "list":
-		list, err := m.List(ctx, *ns, strings.Join(positional, " "))
+		out, err := server.ListSkills(ctx, m, *ns, server.ListSkillsInput{Query: strings.Join(positional, " ")})
 		if err != nil {
 			return err
 		}
-		out := server.ListSkillsOutput{Skills: make([]server.SkillInfo, len(list))}
+		if len(out.Skills) == 0 {
+			return print(out, out.Text())
+		}
 		var b strings.Builder
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-		for i, sk := range list {
-			out.Skills[i] = server.SkillInfo{Name: sk.Name, Version: sk.Version, Description: sk.Description, Tags: nonNilTags(sk.Tags), Created: sk.CreatedAt}
-			desc, _, _ := strings.Cut(strings.TrimSpace(sk.Description), "\n")
-			fmt.Fprintf(tw, "%s\tv%d\t%s\t%s\n", sk.Name, sk.Version, strings.Join(sk.Tags, ","), desc)
+		for _, sk := range out.Skills {
+			fmt.Fprintf(tw, "%s\tv%d\t%s\t%s\n", sk.Name, sk.Version, strings.Join(sk.Tags, ","), sk.Summary())
 		}
 		tw.Flush()
-		if len(list) == 0 {
-			b.WriteString("(no skills)\n")
-		}
 		return print(out, b.String())
 	case "show":
-		name := positional[0]
-		latest, err := m.Load(ctx, *ns, name, 0)
+		out, err := server.LoadSkill(ctx, m, *ns, server.LoadSkillInput{Name: positional[0], Version: *version})
 		if err != nil {
 			return err
 		}
-		sk := latest
-		if *version != 0 {
-			if sk, err = m.Load(ctx, *ns, name, *version); err != nil {
-				return err
-			}
-		}
-		out := server.LoadSkillOutput{
-			Name: sk.Name, Version: sk.Version, LatestVersion: latest.Version, Description: sk.Description,
-			Tags: nonNilTags(sk.Tags), Created: sk.CreatedAt, Code: sk.Code, Import: "from skills." + sk.Name + " import ...",
-		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%s version %d of %d, created %s\n", sk.Name, sk.Version, latest.Version, sk.CreatedAt.UTC().Format(time.RFC3339))
-		if len(sk.Tags) > 0 {
-			fmt.Fprintf(&b, "tags: %s\n", strings.Join(sk.Tags, ", "))
-		}
-		fmt.Fprintf(&b, "%s\n\n%s", strings.TrimSpace(sk.Description), sk.Code)
-		if !strings.HasSuffix(sk.Code, "\n") {
-			b.WriteString("\n")
-		}
-		return print(out, b.String())
+		return print(out, out.Text())
 	default: // delete
-		n, err := m.Delete(ctx, *ns, positional[0])
+		out, err := server.DeleteSkill(ctx, m, *ns, server.DeleteSkillInput{Name: positional[0]})
 		if err != nil {
 			return err
 		}
-		return print(server.DeleteSkillOutput{Name: positional[0], Versions: n},
-			fmt.Sprintf("deleted skill %s (%d versions)\n", positional[0], n))
+		return print(out, out.Text())
 	}
-}
-
-func nonNilTags(tags []string) []string {
-	if tags == nil {
-		return []string{}
-	}
-	return tags
 }

@@ -118,71 +118,116 @@ func (s *Server) saveSkill(ctx context.Context, req *mcp.CallToolRequest, in Sav
 }
 
 func (s *Server) loadSkill(ctx context.Context, req *mcp.CallToolRequest, in LoadSkillInput) (*mcp.CallToolResult, LoadSkillOutput, error) {
-	ns := namespaceOf(req)
-	latest, err := s.skills.Load(ctx, ns, in.Name, 0)
+	out, err := LoadSkill(ctx, s.skills, namespaceOf(req), in)
 	if err != nil {
 		return nil, LoadSkillOutput{}, err
 	}
-	sk := latest
-	if in.Version != 0 {
-		if sk, err = s.skills.Load(ctx, ns, in.Name, in.Version); err != nil {
-			if errors.Is(err, skills.ErrNotFound) {
-				err = fieldError("version", "skill %s has versions 1 to %d", in.Name, latest.Version)
-			}
-			return nil, LoadSkillOutput{}, err
-		}
-	}
-	out := LoadSkillOutput{
-		Name: sk.Name, Version: sk.Version, LatestVersion: latest.Version, Description: sk.Description,
-		Tags: nonNil(sk.Tags), Created: sk.CreatedAt, Code: sk.Code, Import: importOf(sk.Name),
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s version %d of %d, %s\n%s\n", sk.Name, sk.Version, latest.Version,
-		sk.CreatedAt.UTC().Format(time.RFC3339), sk.Description)
-	if len(sk.Tags) > 0 {
-		fmt.Fprintf(&b, "tags: %s\n", strings.Join(sk.Tags, ", "))
-	}
-	fmt.Fprintf(&b, "\n%s", sk.Code)
-	if !strings.HasSuffix(sk.Code, "\n") {
-		b.WriteString("\n")
-	}
-	return textResult(b.String()), out, nil
+	return textResult(out.Text()), out, nil
 }
 
 func (s *Server) listSkills(ctx context.Context, req *mcp.CallToolRequest, in ListSkillsInput) (*mcp.CallToolResult, ListSkillsOutput, error) {
-	list, err := s.skills.List(ctx, namespaceOf(req), in.Query)
+	out, err := ListSkills(ctx, s.skills, namespaceOf(req), in)
 	if err != nil {
 		return nil, ListSkillsOutput{}, err
 	}
-	out := ListSkillsOutput{Skills: make([]SkillInfo, len(list))}
-	var b strings.Builder
-	for i, sk := range list {
-		out.Skills[i] = SkillInfo{Name: sk.Name, Version: sk.Version, Description: sk.Description, Tags: nonNil(sk.Tags), Created: sk.CreatedAt}
-		b.WriteString(skillLine(sk))
-	}
-	if len(list) == 0 {
-		b.WriteString("(no skills)\n")
-	}
-	return textResult(b.String()), out, nil
-}
-
-// skillLine is one skill in a listing: name, version, tags and the first
-// line of the description.
-func skillLine(sk skills.Skill) string {
-	desc, _, _ := strings.Cut(strings.TrimSpace(sk.Description), "\n")
-	tags := ""
-	if len(sk.Tags) > 0 {
-		tags = " [" + strings.Join(sk.Tags, ", ") + "]"
-	}
-	return fmt.Sprintf("%s (v%d)%s: %s\n", sk.Name, sk.Version, tags, desc)
+	return textResult(out.Text()), out, nil
 }
 
 func (s *Server) deleteSkill(ctx context.Context, req *mcp.CallToolRequest, in DeleteSkillInput) (*mcp.CallToolResult, DeleteSkillOutput, error) {
-	n, err := s.skills.Delete(ctx, namespaceOf(req), in.Name)
+	out, err := DeleteSkill(ctx, s.skills, namespaceOf(req), in)
 	if err != nil {
 		return nil, DeleteSkillOutput{}, err
 	}
-	return textResult(fmt.Sprintf("deleted skill %s (%d versions)\n", in.Name, n)), DeleteSkillOutput{Name: in.Name, Versions: n}, nil
+	return textResult(out.Text()), out, nil
+}
+
+// LoadSkill is load_skill on m for namespace ns; the codecell skills
+// command shares it, so that both answer alike. A version the skill does not
+// have is a *FieldError on "version" that says which it has.
+func LoadSkill(ctx context.Context, m *skills.Manager, ns string, in LoadSkillInput) (LoadSkillOutput, error) {
+	latest, err := m.Load(ctx, ns, in.Name, 0)
+	if err != nil {
+		return LoadSkillOutput{}, err
+	}
+	sk := latest
+	if in.Version != 0 {
+		if sk, err = m.Load(ctx, ns, in.Name, in.Version); err != nil {
+			if errors.Is(err, skills.ErrNotFound) {
+				err = fieldError("version", "skill %s has versions 1 to %d", in.Name, latest.Version)
+			}
+			return LoadSkillOutput{}, err
+		}
+	}
+	return LoadSkillOutput{
+		Name: sk.Name, Version: sk.Version, LatestVersion: latest.Version, Description: sk.Description,
+		Tags: nonNil(sk.Tags), Created: sk.CreatedAt, Code: sk.Code, Import: importOf(sk.Name),
+	}, nil
+}
+
+// Text is o for hosts that only show text: a heading, the description, the
+// tags and the code.
+func (o LoadSkillOutput) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s version %d of %d, %s\n%s\n", o.Name, o.Version, o.LatestVersion,
+		o.Created.UTC().Format(time.RFC3339), o.Description)
+	if len(o.Tags) > 0 {
+		fmt.Fprintf(&b, "tags: %s\n", strings.Join(o.Tags, ", "))
+	}
+	fmt.Fprintf(&b, "\n%s", o.Code)
+	if !strings.HasSuffix(o.Code, "\n") {
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// ListSkills is list_skills on m for namespace ns.
+func ListSkills(ctx context.Context, m *skills.Manager, ns string, in ListSkillsInput) (ListSkillsOutput, error) {
+	list, err := m.List(ctx, ns, in.Query)
+	if err != nil {
+		return ListSkillsOutput{}, err
+	}
+	out := ListSkillsOutput{Skills: make([]SkillInfo, len(list))}
+	for i, sk := range list {
+		out.Skills[i] = SkillInfo{Name: sk.Name, Version: sk.Version, Description: sk.Description, Tags: nonNil(sk.Tags), Created: sk.CreatedAt}
+	}
+	return out, nil
+}
+
+// Text is o for hosts that only show text: a line per skill with its
+// name, version, tags and the first line of its description.
+func (o ListSkillsOutput) Text() string {
+	if len(o.Skills) == 0 {
+		return "(no skills)\n"
+	}
+	var b strings.Builder
+	for _, sk := range o.Skills {
+		tags := ""
+		if len(sk.Tags) > 0 {
+			tags = " [" + strings.Join(sk.Tags, ", ") + "]"
+		}
+		fmt.Fprintf(&b, "%s (v%d)%s: %s\n", sk.Name, sk.Version, tags, sk.Summary())
+	}
+	return b.String()
+}
+
+// Summary is the first line of the skill's description.
+func (sk SkillInfo) Summary() string {
+	line, _, _ := strings.Cut(strings.TrimSpace(sk.Description), "\n")
+	return line
+}
+
+// DeleteSkill is delete_skill on m for namespace ns.
+func DeleteSkill(ctx context.Context, m *skills.Manager, ns string, in DeleteSkillInput) (DeleteSkillOutput, error) {
+	n, err := m.Delete(ctx, ns, in.Name)
+	if err != nil {
+		return DeleteSkillOutput{}, err
+	}
+	return DeleteSkillOutput{Name: in.Name, Versions: n}, nil
+}
+
+// Text is o for hosts that only show text.
+func (o DeleteSkillOutput) Text() string {
+	return fmt.Sprintf("deleted skill %s (%d versions)\n", o.Name, o.Versions)
 }
 
 func nonNil(tags []string) []string {
