@@ -76,10 +76,10 @@ type Metrics struct {
 	outcomes map[string]bool
 }
 
-// DurationBuckets are the upper bounds, in seconds, of the execution
+// durationBuckets are the upper bounds, in seconds, of the execution
 // duration histogram: from 1 ms (a warm pool's trivial cell) to 120 s (the
 // longest timeout codecell's config allows by default).
-var DurationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+var durationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
 
 // New returns Metrics with their collectors registered.
 func New(opts Options) *Metrics {
@@ -92,7 +92,7 @@ func New(opts Options) *Metrics {
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "codecell_execution_duration_seconds",
 			Help:    "Wall-clock time of executions.",
-			Buckets: DurationBuckets,
+			Buckets: durationBuckets,
 		}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "codecell_tool_calls_total",
@@ -138,10 +138,6 @@ func New(opts Options) *Metrics {
 // Handler serves the metrics in the Prometheus text format (or another
 // format the scraper negotiates).
 func (m *Metrics) Handler() http.Handler { return m.handler }
-
-// Registry is the registry the metrics are in, for tests and for adding
-// collectors.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Execution records one finished execution: errorType is "" when it
 // succeeded; toolResultBytes and returnedBytes are its context savings.

@@ -34,7 +34,7 @@ codecell_returned_bytes_total 410
 # TYPE codecell_context_bytes_saved_total counter
 codecell_context_bytes_saved_total 4900
 `
-	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want),
 		"codecell_executions_total", "codecell_tool_result_bytes_total", "codecell_returned_bytes_total",
 		"codecell_context_bytes_saved_total"); err != nil {
 		t.Error(err)
@@ -63,7 +63,7 @@ codecell_execution_duration_seconds_bucket{le="+Inf"} 4
 codecell_execution_duration_seconds_sum 152.043
 codecell_execution_duration_seconds_count 4
 `
-	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(wantHist), "codecell_execution_duration_seconds"); err != nil {
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(wantHist), "codecell_execution_duration_seconds"); err != nil {
 		t.Error(err)
 	}
 }
@@ -107,7 +107,7 @@ codecell_tool_calls_total{outcome="unknown_tool",server="",tool=""} 1
 codecell_pii_tokens_total{kind="EMAIL"} 3
 codecell_pii_tokens_total{kind="IBAN"} 1
 `
-	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want),
 		"codecell_tool_calls_total", "codecell_pii_tokens_total"); err != nil {
 		t.Error(err)
 	}
@@ -138,13 +138,13 @@ codecell_upstream_tools{server="b"} 0
 `, busy, idle, bUp)
 	}
 	names := []string{"codecell_pool_sandboxes", "codecell_pool_target_size", "codecell_upstream_up", "codecell_upstream_tools"}
-	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want(1, 0, 0)), names...); err != nil {
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want(1, 0, 0)), names...); err != nil {
 		t.Error(err)
 	}
 	// Read at scrape time: a change shows in the next scrape.
 	pool.Idle, pool.Busy = 0, 1
 	ups[1].Up = true
-	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want(0, 1, 1)), names...); err != nil {
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want(0, 1, 1)), names...); err != nil {
 		t.Error(err)
 	}
 }
@@ -182,7 +182,7 @@ func TestLint(t *testing.T) {
 	m.Execution("", time.Millisecond, 0, 0)
 	m.ToolCall("x", "y", ToolOK)
 	m.PIITokens(map[string]int{"EMAIL": 1})
-	problems, err := testutil.GatherAndLint(m.Registry())
+	problems, err := testutil.GatherAndLint(m.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
