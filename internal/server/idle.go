@@ -25,6 +25,9 @@ func (a *activity) end() {
 // memory.
 const idleAfter = time.Second
 
+// freeOSMemory hands the heap's free memory back; a variable for tests.
+var freeOSMemory = debug.FreeOSMemory
+
 // TrimWhenIdle returns the heap's free memory to the system once after each
 // burst of executions, when none has run for idleAfter, until ctx ends.
 //
@@ -44,7 +47,7 @@ func (s *Server) TrimWhenIdle(ctx context.Context) {
 		case now := <-t.C:
 			last := s.activity.lastDone.Load()
 			if last > trimmed && s.activity.running.Load() == 0 && now.UnixNano()-last >= int64(idleAfter) {
-				debug.FreeOSMemory()
+				freeOSMemory()
 				trimmed = last
 			}
 		}
