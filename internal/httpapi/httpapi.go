@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,9 +42,9 @@ func Handler(opts Options) (http.Handler, error) {
 		return nil, errors.New("httpapi: Server is required")
 	}
 	// Origin checks (DNS rebinding and cross-site requests, as the MCP spec
-	// requires): the SDK rejects requests to a loopback listener whose Host
-	// is not loopback, and the standard library's cross-origin protection
-	// rejects browser requests from other origins.
+	// requires): refuseRebinding rejects requests to a loopback listener
+	// whose Host is not loopback, and the standard library's cross-origin
+	// protection rejects browser requests from other origins.
 	cop := http.NewCrossOriginProtection()
 	for _, o := range opts.AllowedOrigins {
 		if err := cop.AddTrustedOrigin(o); err != nil {
@@ -52,7 +53,12 @@ func Handler(opts Options) (http.Handler, error) {
 	}
 	server := opts.Server
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Logger: opts.Logger})
+		&mcp.StreamableHTTPOptions{
+			Logger: opts.Logger,
+			// The SDK's own Host check is the one refuseRebinding makes
+			// for every route behind the token, /mcp included.
+			DisableLocalhostProtection: true,
+		})
 	// Everything but /healthz sits behind the token check.
 	private := http.NewServeMux()
 	private.Handle("/mcp", mcpHandler)
@@ -65,11 +71,12 @@ func Handler(opts Options) (http.Handler, error) {
 		})(private)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/", cop.Handler(guarded))
+	mux.Handle("/", refuseRebinding(cop.Handler(guarded)))
 	// The dashboard's page and assets hold no data (it reads /api/v1 with
 	// the user's token), so they are served without one.
+	dash := cop.Handler(dashboard.Handler())
 	for _, p := range dashboard.Paths {
-		mux.Handle(p, cop.Handler(dashboard.Handler()))
+		mux.Handle(p, dash)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -97,6 +104,22 @@ func tokenVerifier(tokens map[string]string) auth.TokenVerifier {
 	}
 }
 
+// refuseRebinding answers 403 to a request that reached a loopback
+// listener under a Host that is not loopback: that is DNS rebinding, a page
+// of another site reaching 127.0.0.1 under its own name. (The MCP SDK makes
+// the same check for /mcp alone; this one covers every route it wraps.)
+func refuseRebinding(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil {
+			if hostIsLoopback(local.String()) && !hostIsLoopback(r.Host) {
+				writeJSON(w, http.StatusForbidden, errorBody{Error: fmt.Sprintf("invalid Host header %q", r.Host)})
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // IsLoopback reports whether a listen address binds only loopback
 // interfaces. An empty host (":8080") binds every interface.
 func IsLoopback(addr string) (bool, error) {
@@ -104,12 +127,25 @@ func IsLoopback(addr string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("listen address %q: %w", addr, err)
 	}
+	return loopbackName(host), nil
+}
+
+// hostIsLoopback reports whether a host, with or without a port (a Host
+// header, a local address), names only a loopback address.
+func hostIsLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
+	}
+	return loopbackName(host)
+}
+
+// loopbackName reports whether a host without a port is localhost or a
+// loopback address; any other name may resolve anywhere.
+func loopbackName(host string) bool {
 	if host == "localhost" {
-		return true, nil
+		return true
 	}
 	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return false, nil // a name other than localhost may resolve anywhere
-	}
-	return ip.IsLoopback(), nil
+	return err == nil && ip.IsLoopback()
 }

@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -118,11 +115,9 @@ func namespaceOf(r *http.Request) string {
 }
 
 // readOnly serves h to GET and HEAD requests that come from this server's
-// own pages or from outside a browser, and refuses the rest:
+// own pages or from outside a browser, and refuses the rest (DNS rebinding
+// is refused before it, by refuseRebinding):
 //
-//   - A request to a loopback listener whose Host is not loopback gets 403:
-//     that is DNS rebinding, a page of another site reaching 127.0.0.1
-//     under its own name. (The MCP SDK does the same for /mcp.)
 //   - A browser request from another origin gets 403, GET included: the
 //     standard library's cross-origin protection lets safe methods through,
 //     but these answers hold code and output. Origins in
@@ -134,12 +129,6 @@ func namespaceOf(r *http.Request) string {
 // listener: that is what the loopback-only default is for.
 func readOnly(cop *http.CrossOriginProtection, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil {
-			if hostIsLoopback(local.String()) && !hostIsLoopback(r.Host) {
-				writeJSON(w, http.StatusForbidden, errorBody{Error: fmt.Sprintf("invalid Host header %q", r.Host)})
-				return
-			}
-		}
 		// Checked as if it were a POST, so that safe methods get the same
 		// Sec-Fetch-Site and Origin checks as unsafe ones.
 		asUnsafe := r.WithContext(r.Context())
@@ -155,20 +144,6 @@ func readOnly(cop *http.CrossOriginProtection, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// hostIsLoopback reports whether a host, with or without a port, names
-// only a loopback address.
-func hostIsLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // errorBody is the JSON of an error answer.

@@ -269,3 +269,43 @@ func TestOriginChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPOriginChecks: /mcp refuses DNS rebinding (refuseRebinding, as the
+// SDK's own check is off) and cross-site requests, and serves the rest.
+func TestMCPOriginChecks(t *testing.T) {
+	ts := serve(t, Options{})
+	port := ts.URL[strings.LastIndex(ts.URL, ":")+1:]
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		status int
+	}{
+		{"no browser headers", nil, 200},
+		{"localhost by name", map[string]string{"Host": "localhost:" + port}, 200},
+		{"DNS rebinding", map[string]string{"Host": "evil.example:" + port}, 403},
+		{"cross-site fetch", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, 403},
+	} {
+		req, err := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(initialize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range tc.header {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		res, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != tc.status {
+			t.Errorf("%s: %s, want %d", tc.name, res.Status, tc.status)
+		}
+	}
+}
