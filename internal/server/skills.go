@@ -269,16 +269,14 @@ except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as 
 type sandboxCompiler struct{ s *Server }
 
 func (c sandboxCompiler) Compile(ctx context.Context, ns, filename, code string) error {
-	req := sandbox.Request{
-		Workspace: c.s.Workspace(ns),
-		Skills:    c.s.skillsDir(ctx, ns), // as executions: a warm sandbox serves
-		Code:      compileCode,
-		Context:   map[string]any{"source": code, "filename": filename},
-		Timeout:   c.s.cfg.Sandbox.Timeout,
-	}
-	if err := c.s.withEnvironment(ns, &req); err != nil {
+	// As ns's executions ask, so that a warm sandbox serves.
+	req, err := c.s.namespaceRequest(ctx, ns)
+	if err != nil {
 		return err
 	}
+	req.Code = compileCode
+	req.Context = map[string]any{"source": code, "filename": filename}
+	req.Timeout = c.s.cfg.Sandbox.Timeout
 	res := c.s.exec.Exec(ctx, req)
 	if !res.OK {
 		if res.Error == nil {
@@ -290,24 +288,26 @@ func (c sandboxCompiler) Compile(ctx context.Context, ns, filename, code string)
 	if !ok {
 		return nil
 	}
-	se := &skills.SyntaxError{}
-	se.Line, _ = asInt(found["line"])
-	se.Column, _ = asInt(found["column"])
-	se.Message, _ = found["message"].(string)
-	return se
+	line, _ := found["line"].(float64)
+	column, _ := found["column"].(float64)
+	message, _ := found["message"].(string)
+	return &skills.SyntaxError{Line: int(line), Column: int(column), Message: message}
 }
 
-func asInt(v any) (int, bool) {
-	f, ok := v.(float64)
-	return int(f), ok
+// namespaceRequest is the part of a sandbox request that is the same for all
+// of ns's executions: its workspace, skills and interpreter. The pool keeps
+// warm sandboxes by it.
+func (s *Server) namespaceRequest(ctx context.Context, ns string) (sandbox.Request, error) {
+	req := sandbox.Request{Workspace: s.Workspace(ns), Skills: s.skillsDir(ctx, ns)}
+	return req, s.withEnvironment(ns, &req)
 }
 
 // WarmRequest is what ns's executions ask the sandbox for (workspace,
 // interpreter, skills), without code: for sandbox.Manager.WarmFor, so that
 // the sandboxes warmed are the ones its executions take.
 func (s *Server) WarmRequest(ctx context.Context, ns string) sandbox.Request {
-	req := sandbox.Request{Workspace: s.Workspace(ns), Skills: s.skillsDir(ctx, ns)}
-	if err := s.withEnvironment(ns, &req); err != nil {
+	req, err := s.namespaceRequest(ctx, ns)
+	if err != nil {
 		s.log.Warn("warm pool", "namespace", ns, "error", err)
 	}
 	return req
