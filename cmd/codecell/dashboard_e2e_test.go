@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/codecell/codecell/internal/dashboard/browsertest"
+	"github.com/codecell/codecell/internal/httpapi/httpapitest"
 )
 
 // TestDashboardInBrowser opens the web dashboard of a real `codecell serve
@@ -52,13 +52,8 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// The page and its assets need no token; the data does.
 	for path, want := range map[string]int{"/": 200, "/static/app.js": 200, "/api/v1/executions": 401} {
-		resp, err := http.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("GET %s without a token: %s, want %d", path, resp.Status, want)
+		if a := httpapitest.Do(t, "GET", base+path, nil); a.Status != want {
+			t.Errorf("GET %s without a token: %d, want %d", path, a.Status, want)
 		}
 	}
 

@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/codecell/codecell/internal/httpapi/httpapitest"
 	"github.com/codecell/codecell/internal/metrics"
 	"github.com/codecell/codecell/internal/server"
 )
@@ -42,17 +41,11 @@ func (l *jsonLog) snapshot() []map[string]any {
 // scrapeMetrics reads /metrics with metrics.ParseText.
 func scrapeMetrics(t *testing.T, base, token string) map[string]float64 {
 	t.Helper()
-	req, _ := http.NewRequest("GET", base+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	a := httpapitest.Do(t, "GET", base+"/metrics", map[string]string{"Authorization": "Bearer " + token})
+	if a.Status != 200 {
+		t.Fatalf("/metrics: %d %s", a.Status, a.Body)
 	}
-	defer res.Body.Close()
-	if res.StatusCode != 200 {
-		t.Fatalf("/metrics: %s", res.Status)
-	}
-	out, err := metrics.ParseText(res.Body)
+	out, err := metrics.ParseText(strings.NewReader(a.Body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,25 +113,7 @@ func TestMetricsAndRESTE2E(t *testing.T) {
 
 	getJSON := func(t *testing.T, token, path string, v any) int {
 		t.Helper()
-		req, _ := http.NewRequest("GET", base+path, nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		body, _ := io.ReadAll(res.Body)
-		if res.StatusCode == 200 && v != nil {
-			if ct := res.Header.Get("Content-Type"); ct != "application/json" {
-				t.Errorf("%s: Content-Type %q", path, ct)
-			}
-			if err := json.Unmarshal(body, v); err != nil {
-				t.Fatalf("%s: %v", path, err)
-			}
-		}
-		return res.StatusCode
+		return httpapitest.GetJSON(t, base+path, token, v)
 	}
 
 	t.Run("executions", func(t *testing.T) {
@@ -197,12 +172,9 @@ func TestMetricsAndRESTE2E(t *testing.T) {
 		if code := getJSON(t, "token-c-0123456789abcdef", "/metrics", nil); code != 401 {
 			t.Errorf("wrong token on /metrics: %d", code)
 		}
-		req, _ := http.NewRequest("GET", base+"/api/v1/executions", nil)
-		req.Header.Set("Authorization", "Bearer "+tokenA)
-		req.Header.Set("Origin", "https://evil.example")
-		req.Header.Set("Sec-Fetch-Site", "cross-site")
-		if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 403 {
-			t.Errorf("cross-origin: %v, %v", res, err)
+		if a := httpapitest.Do(t, "GET", base+"/api/v1/executions", map[string]string{"Authorization": "Bearer " + tokenA,
+			"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}); a.Status != 403 {
+			t.Errorf("cross-origin: %d %s", a.Status, a.Body)
 		}
 	})
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,7 @@ import (
 	"github.com/codecell/codecell/internal/catalog"
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/httpapi"
+	"github.com/codecell/codecell/internal/httpapi/httpapitest"
 	"github.com/codecell/codecell/internal/metrics"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/server"
@@ -119,33 +119,15 @@ func TestOverHTTP(t *testing.T) {
 
 	getJSON := func(token, path string, v any) int {
 		t.Helper()
-		req, _ := http.NewRequest("GET", ts.URL+path, nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		if v != nil && res.StatusCode == 200 {
-			if err := json.Unmarshal(b, v); err != nil {
-				t.Fatalf("%s: %v: %s", path, err, b)
-			}
-		}
-		return res.StatusCode
+		return httpapitest.GetJSON(t, ts.URL+path, token, v)
 	}
 
 	t.Run("metrics", func(t *testing.T) {
-		req, _ := http.NewRequest("GET", ts.URL+"/metrics", nil)
-		req.Header.Set("Authorization", "Bearer tok-bob")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		a := httpapitest.Do(t, "GET", ts.URL+"/metrics", map[string]string{"Authorization": "Bearer tok-bob"})
+		if a.Status != 200 {
+			t.Fatalf("/metrics: %d %s", a.Status, a.Body)
 		}
-		defer res.Body.Close()
-		got, err := metrics.ParseText(res.Body)
+		got, err := metrics.ParseText(strings.NewReader(a.Body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,12 +189,9 @@ func TestOverHTTP(t *testing.T) {
 				t.Errorf("token %q: %d, want 401", token, code)
 			}
 		}
-		req, _ := http.NewRequest("GET", ts.URL+"/api/v1/executions", nil)
-		req.Header.Set("Authorization", "Bearer tok-alice")
-		req.Header.Set("Sec-Fetch-Site", "cross-site")
-		req.Header.Set("Origin", "https://evil.example")
-		if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 403 {
-			t.Errorf("cross-origin: %v %v", res.StatusCode, err)
+		if a := httpapitest.Do(t, "GET", ts.URL+"/api/v1/executions", map[string]string{"Authorization": "Bearer tok-alice",
+			"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}); a.Status != 403 {
+			t.Errorf("cross-origin: %d", a.Status)
 		}
 	})
 
@@ -250,10 +229,8 @@ func TestOverHTTP(t *testing.T) {
 		if len(ups.Upstreams) != 1 || ups.Upstreams[0].State != "connected" {
 			t.Errorf("%+v", ups)
 		}
-		req, _ := http.NewRequest("GET", ts.URL+"/readyz", nil)
-		req.Header.Set("Authorization", "Bearer tok-alice")
-		if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 200 {
-			t.Errorf("readyz: %v %v", res.StatusCode, err)
+		if code := getJSON("tok-alice", "/readyz", nil); code != 200 {
+			t.Errorf("readyz: %d", code)
 		}
 	})
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/httpapi/httpapitest"
 )
 
 // fakeAPI records what the routes asked and answers as the test says.
@@ -82,32 +84,10 @@ func serve(t *testing.T, opts Options) *httptest.Server {
 	return ts
 }
 
-type answer struct {
-	status int
-	header http.Header
-	body   string
-}
-
-func get(t *testing.T, ts *httptest.Server, method, path string, header map[string]string) answer {
+// get sends a request without a body to the test server.
+func get(t *testing.T, ts *httptest.Server, method, path string, header map[string]string) httpapitest.Answer {
 	t.Helper()
-	req, err := http.NewRequest(method, ts.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		if k == "Host" {
-			req.Host = v
-		} else {
-			req.Header.Set(k, v)
-		}
-	}
-	res, err := ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return answer{res.StatusCode, res.Header, string(b)}
+	return httpapitest.Do(t, method, ts.URL+path, header)
 }
 
 var metricsStub = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -142,19 +122,19 @@ func TestRoutesAndParameters(t *testing.T) {
 	} {
 		api.asked = nil
 		a := get(t, ts, "GET", tc.path, nil)
-		if a.status != tc.status || api.last() != tc.asked {
-			t.Errorf("%s: %d %q, asked %q; want %d, %q", tc.path, a.status, a.body, api.last(), tc.status, tc.asked)
+		if a.Status != tc.status || api.last() != tc.asked {
+			t.Errorf("%s: %d %q, asked %q; want %d, %q", tc.path, a.Status, a.Body, api.last(), tc.status, tc.asked)
 			continue
 		}
 		if tc.status == 404 {
 			continue
 		}
-		if ct := a.header.Get("Content-Type"); ct != "application/json" {
+		if ct := a.Header.Get("Content-Type"); ct != "application/json" {
 			t.Errorf("%s: Content-Type %q", tc.path, ct)
 		}
 		var body map[string]any
-		if err := json.Unmarshal([]byte(a.body), &body); err != nil {
-			t.Errorf("%s: not JSON: %q", tc.path, a.body)
+		if err := json.Unmarshal([]byte(a.Body), &body); err != nil {
+			t.Errorf("%s: not JSON: %q", tc.path, a.Body)
 		}
 		if tc.status == 400 && (body["parameter"] != tc.param || !strings.Contains(body["error"].(string), tc.param)) {
 			t.Errorf("%s: %v, want the error to name %s", tc.path, body, tc.param)
@@ -165,45 +145,45 @@ func TestRoutesAndParameters(t *testing.T) {
 	// 500 without the details, which go to the log.
 	api.err = fieldErr{"detail_level"}
 	a := get(t, ts, "GET", "/api/v1/tools/search?detail_level=most", nil)
-	if a.status != 400 || !strings.Contains(a.body, `"parameter":"detail_level"`) {
-		t.Errorf("field error: %d %s", a.status, a.body)
+	if a.Status != 400 || !strings.Contains(a.Body, `"parameter":"detail_level"`) {
+		t.Errorf("field error: %d %s", a.Status, a.Body)
 	}
 	api.err = errors.New("database is locked at /secret/path")
 	a = get(t, ts, "GET", "/api/v1/executions", nil)
-	if a.status != 500 || strings.Contains(a.body, "/secret/path") || !strings.Contains(logs.String(), "/secret/path") {
-		t.Errorf("internal error: %d %s; log %s", a.status, a.body, logs.String())
+	if a.Status != 500 || strings.Contains(a.Body, "/secret/path") || !strings.Contains(logs.String(), "/secret/path") {
+		t.Errorf("internal error: %d %s; log %s", a.Status, a.Body, logs.String())
 	}
 	api.err = nil
 
 	for _, method := range []string{"POST", "PUT", "DELETE"} {
 		for _, path := range []string{"/api/v1/executions", "/metrics", "/readyz"} {
 			a := get(t, ts, method, path, nil)
-			if a.status != 405 || a.header.Get("Allow") != "GET, HEAD" {
-				t.Errorf("%s %s: %d %q", method, path, a.status, a.header.Get("Allow"))
+			if a.Status != 405 || a.Header.Get("Allow") != "GET, HEAD" {
+				t.Errorf("%s %s: %d %q", method, path, a.Status, a.Header.Get("Allow"))
 			}
 		}
 	}
-	if a := get(t, ts, "HEAD", "/api/v1/skills", nil); a.status != 200 {
-		t.Errorf("HEAD: %d", a.status)
+	if a := get(t, ts, "HEAD", "/api/v1/skills", nil); a.Status != 200 {
+		t.Errorf("HEAD: %d", a.Status)
 	}
 
-	if a := get(t, ts, "GET", "/readyz", nil); a.status != 200 || a.body != "ready\n" {
-		t.Errorf("readyz: %d %q", a.status, a.body)
+	if a := get(t, ts, "GET", "/readyz", nil); a.Status != 200 || a.Body != "ready\n" {
+		t.Errorf("readyz: %d %q", a.Status, a.Body)
 	}
 	api.ready = errors.New("database: disk I/O error")
-	if a := get(t, ts, "GET", "/readyz", nil); a.status != 503 || a.body != "not ready: database: disk I/O error\n" {
-		t.Errorf("readyz not ready: %d %q", a.status, a.body)
+	if a := get(t, ts, "GET", "/readyz", nil); a.Status != 503 || a.Body != "not ready: database: disk I/O error\n" {
+		t.Errorf("readyz not ready: %d %q", a.Status, a.Body)
 	}
-	if a := get(t, ts, "GET", "/metrics", nil); a.status != 200 || a.body != "codecell_up 1\n" {
-		t.Errorf("metrics: %d %q", a.status, a.body)
+	if a := get(t, ts, "GET", "/metrics", nil); a.Status != 200 || a.Body != "codecell_up 1\n" {
+		t.Errorf("metrics: %d %q", a.Status, a.Body)
 	}
 }
 
 func TestOptionalRoutes(t *testing.T) {
 	ts := serve(t, Options{})
 	for _, path := range []string{"/metrics", "/readyz", "/api/v1/executions"} {
-		if a := get(t, ts, "GET", path, nil); a.status != 404 {
-			t.Errorf("%s without API or Metrics: %d", path, a.status)
+		if a := get(t, ts, "GET", path, nil); a.Status != 404 {
+			t.Errorf("%s without API or Metrics: %d", path, a.Status)
 		}
 	}
 }
@@ -216,8 +196,8 @@ func TestTokens(t *testing.T) {
 		for _, auth := range []string{"", "Bearer wrong", "Basic dG9rLWE6", "Bearer tok-ab", "Bearer TOK-A", "tok-a"} {
 			api.asked = nil
 			a := get(t, ts, "GET", path, map[string]string{"Authorization": auth})
-			if a.status != 401 || api.last() != "" {
-				t.Errorf("%s with %q: %d, asked %q", path, auth, a.status, api.last())
+			if a.Status != 401 || api.last() != "" {
+				t.Errorf("%s with %q: %d, asked %q", path, auth, a.Status, api.last())
 			}
 		}
 	}
@@ -228,13 +208,13 @@ func TestTokens(t *testing.T) {
 			"/api/v1/stats":              `stats ["` + ns + `",""]`,
 		} {
 			a := get(t, ts, "GET", path, map[string]string{"Authorization": "Bearer " + tok})
-			if a.status != 200 || api.last() != want {
-				t.Errorf("%s as %s: %d, asked %q, want %q", path, ns, a.status, api.last(), want)
+			if a.Status != 200 || api.last() != want {
+				t.Errorf("%s as %s: %d, asked %q, want %q", path, ns, a.Status, api.last(), want)
 			}
 		}
 	}
-	if a := get(t, ts, "GET", "/healthz", nil); a.status != 200 {
-		t.Errorf("healthz needs no token: %d", a.status)
+	if a := get(t, ts, "GET", "/healthz", nil); a.Status != 200 {
+		t.Errorf("healthz needs no token: %d", a.Status)
 	}
 }
 
@@ -260,8 +240,8 @@ func TestOriginChecks(t *testing.T) {
 		for _, path := range []string{"/api/v1/executions", "/metrics", "/readyz"} {
 			api.asked = nil
 			a := get(t, ts, "GET", path, tc.header)
-			if a.status != tc.status {
-				t.Errorf("%s, %s: %d %q, want %d", tc.name, path, a.status, a.body, tc.status)
+			if a.Status != tc.status {
+				t.Errorf("%s, %s: %d %q, want %d", tc.name, path, a.Status, a.Body, tc.status)
 			}
 			if tc.status == 403 && api.last() != "" {
 				t.Errorf("%s, %s: the API was asked %q", tc.name, path, api.last())
