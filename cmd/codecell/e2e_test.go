@@ -95,7 +95,7 @@ func serveStdio(t testing.TB, cfgPath, dataDir string, opts *mcp.ClientOptions, 
 
 // servingAddr finds the address in codecell serve --http's log line that
 // reports it, in the text or the JSON log format.
-var servingAddr = regexp.MustCompile(`serving MCP over HTTP.*\baddr"?[=:]"?(127\.0\.0\.1:\d+)`)
+var servingAddr = regexp.MustCompile(`serving MCP over HTTP.*\baddr"?[=:]"?((?:127\.0\.0\.1|\[::\]):\d+)`)
 
 // startHTTP starts codecell serve --http on a free loopback port, with the
 // extra arguments, and returns its base URL. onLine, when not nil, gets each
@@ -149,13 +149,33 @@ func startHTTP(t testing.TB, cfg string, onLine func(line string), extra ...stri
 	}()
 	select {
 	case a := <-found:
-		return "http://" + a
+		// A server on every interface is reached through loopback.
+		return "http://" + strings.Replace(a, "[::]:", "127.0.0.1:", 1)
 	case <-time.After(30 * time.Second):
 		mu.Lock()
 		defer mu.Unlock()
 		t.Fatalf("codecell serve --http did not report its address; log:\n%s", strings.Join(early, "\n"))
 	}
 	return ""
+}
+
+// TestNonLoopbackWithTokens: with http.tokens a non-loopback address
+// starts (without them it is refused: TestRefusesToStart), and still asks
+// every route but /healthz for a token.
+func TestNonLoopbackWithTokens(t *testing.T) {
+	requireProduction(t)
+	base := startHTTP(t, `{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 1},
+		"http": {"tokens": {"token-nonloopback-0123456789": "team"}}}`, nil, "--http", "0.0.0.0:0")
+	for path, want := range map[string]int{"/healthz": 200, "/mcp": 401, "/metrics": 401, "/api/v1/executions": 401} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s without a token: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
 }
 
 func connectHTTP(t testing.TB, cfg string) *mcp.ClientSession {
