@@ -212,7 +212,8 @@ _MISSING = object()
 
 
 def assigns_result(tree):
-    """Whether the code binds the name result anywhere at top level."""
+    """Whether the code assigns the name result anywhere (a function body
+    included: that errs towards returning the session's result)."""
     return any(isinstance(n, ast.Name) and n.id == "result" and isinstance(n.ctx, ast.Store)
                for n in ast.walk(tree))
 
