@@ -111,7 +111,7 @@ func (s *Server) saveSkill(ctx context.Context, req *mcp.CallToolRequest, in Sav
 	}
 	out := SaveSkillOutput{
 		Name: sk.Name, Version: sk.Version,
-		Path:   "skills/" + sk.Name + "/" + sk.Name + ".py",
+		Path:   "skills/" + skills.CodePath(sk.Name),
 		Import: importOf(sk.Name),
 	}
 	return textResult(fmt.Sprintf("saved skill %s version %d; import it with %s\n", sk.Name, sk.Version, out.Import)), out, nil
