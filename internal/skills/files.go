@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -67,13 +68,24 @@ func skillMD(sk Skill) []byte {
 	if tags == nil {
 		tags = []string{}
 	}
+	// A name is an identifier and stays plain, unless YAML would read it as
+	// something other than a string.
+	name := sk.Name
+	if slices.Contains(yamlWords, strings.ToLower(name)) {
+		name = quote(name)
+	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "---\nname: %s\ndescription: %s\ntags: %s\nversion: %d\ncreated: %s\n---\n\n",
-		sk.Name, quote(sk.Description), quote(tags), sk.Version, sk.CreatedAt.UTC().Format(time.RFC3339Nano))
+		name, quote(sk.Description), quote(tags), sk.Version, sk.CreatedAt.UTC().Format(time.RFC3339Nano))
 	fmt.Fprintf(&b, "# %s\n\n%s\n\nIn execute_code: `from skills.%s import ...` (the code is in %s.py).\n",
 		sk.Name, strings.TrimSpace(sk.Description), sk.Name, sk.Name)
 	return b.Bytes()
 }
+
+// yamlWords are the identifiers that YAML reads, in some casing, as a
+// boolean or null: YAML 1.2's null, true and false, and YAML 1.1's (which
+// common readers such as PyYAML still follow) y, yes, n, no, on and off.
+var yamlWords = []string{"null", "true", "false", "y", "yes", "n", "no", "on", "off"}
 
 func quote(v any) string {
 	var b bytes.Buffer

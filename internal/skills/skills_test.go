@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -436,3 +437,65 @@ func TestConcurrentSaves(t *testing.T) {
 type noCheck struct{}
 
 func (noCheck) Compile(context.Context, string, string, string) error { return nil }
+
+// TestSkillMDFrontMatter reads SKILL.md's front matter with a YAML reader
+// (PyYAML, which follows YAML 1.1): every field comes back as saved, whatever
+// the name, and a description cannot add or change fields.
+func TestSkillMDFrontMatter(t *testing.T) {
+	for name, want := range map[string]string{"add": "name: add\n", "yes": `name: "yes"` + "\n", "NULL": `name: "NULL"` + "\n"} {
+		if md := string(skillMD(Skill{Name: name, Description: "d"})); !strings.Contains(md, want) {
+			t.Errorf("SKILL.md of %s lacks %q:\n%s", name, want, md)
+		}
+	}
+	if exec.Command("/usr/bin/python3", "-c", "import yaml").Run() != nil {
+		t.Skip("no PyYAML for /usr/bin/python3 to read the front matter with")
+	}
+	m, _, dir := newManager(t)
+	tests := []struct {
+		name, description string
+		tags              []string
+	}{
+		{"add", "Adds two numbers.", nil},
+		{"yes", "A name YAML 1.1 reads as true.", []string{"on", "null"}},
+		{"null", "A name YAML reads as null.", nil},
+		{"Off", "line one\n---\nversion: 99\nname: evil\n", []string{"a: b", "[x]", `"q"`, "#c"}},
+		{"colon", `key: value # not a comment, 'quotes' "both" \ and ` + "\u2028 é ☃", []string{"x, y", "- z"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sk, err := m.Save(context.Background(), "default", Draft{Name: tt.name, Code: addCode, Description: tt.description, Tags: tt.tags}, noCheck{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command("/usr/bin/python3", "-I", "-c", `
+import json, sys, yaml
+text = open(sys.argv[1], encoding="utf-8").read()
+_, front, _ = text.split("---\n", 2)
+meta = yaml.safe_load(front)
+meta["created"] = str(meta["created"])
+print(json.dumps(meta))
+`, filepath.Join(dir, "default", tt.name, "SKILL.md")).CombinedOutput()
+			if err != nil {
+				t.Fatalf("read the front matter: %v\n%s", err, out)
+			}
+			var meta struct {
+				Name        any    `json:"name"`
+				Description any    `json:"description"`
+				Tags        []any  `json:"tags"`
+				Version     any    `json:"version"`
+				Created     string `json:"created"`
+			}
+			if err := json.Unmarshal(out, &meta); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			wantTags := []any{}
+			for _, tag := range sk.Tags {
+				wantTags = append(wantTags, tag)
+			}
+			if meta.Name != tt.name || meta.Description != tt.description || !reflect.DeepEqual(meta.Tags, wantTags) ||
+				meta.Version != float64(1) || meta.Created == "" {
+				t.Errorf("front matter reads as %+v", meta)
+			}
+		})
+	}
+}
