@@ -174,12 +174,18 @@ func TestOverHTTP(t *testing.T) {
 		if !reflect.DeepEqual(rest.Executions, page.Executions[1:]) {
 			t.Errorf("before: %+v", rest)
 		}
+		// The largest page is allowed (one more is refused, below).
+		var most server.ExecutionsPage
+		if code := getJSON("tok-alice", fmt.Sprintf("/api/v1/executions?limit=%d", server.MaxExecutionsLimit), &most); code != 200 ||
+			!reflect.DeepEqual(most, page) {
+			t.Errorf("limit %d: %d %+v", server.MaxExecutionsLimit, code, most)
+		}
 		var bobs server.ExecutionsPage
 		getJSON("tok-bob", "/api/v1/executions", &bobs)
 		if len(bobs.Executions) != 1 || bobs.Executions[0].Stdout != "bob's\n" {
 			t.Errorf("bob sees %+v", bobs)
 		}
-		for _, bad := range []string{"limit=0x10", "limit=201", "limit=-1", "before=-1"} {
+		for _, bad := range []string{"limit=0x10", fmt.Sprintf("limit=%d", server.MaxExecutionsLimit+1), "limit=-1", "before=-1"} {
 			if code := getJSON("tok-alice", "/api/v1/executions?"+bad, nil); code != 400 {
 				t.Errorf("%s: %d, want 400", bad, code)
 			}
@@ -231,6 +237,22 @@ func TestOverHTTP(t *testing.T) {
 		}
 		if code := getJSON("tok-alice", "/readyz", nil); code != 200 {
 			t.Errorf("readyz: %d", code)
+		}
+	})
+
+	// Last, as it closes the database under the server: what the store
+	// fails to answer is a 500 that keeps the details for the log, and
+	// /readyz says 503.
+	t.Run("store failure", func(t *testing.T) {
+		st.Close()
+		alice := map[string]string{"Authorization": "Bearer tok-alice"}
+		for _, path := range []string{"/api/v1/executions", "/api/v1/stats"} {
+			if a := httpapitest.Do(t, "GET", ts.URL+path, alice); a.Status != 500 || strings.Contains(a.Body, "closed") {
+				t.Errorf("%s: %d %s, want 500 without the details", path, a.Status, a.Body)
+			}
+		}
+		if a := httpapitest.Do(t, "GET", ts.URL+"/readyz", alice); a.Status != 503 || !strings.HasPrefix(a.Body, "not ready: database: ") {
+			t.Errorf("readyz: %d %q, want 503 naming the database", a.Status, a.Body)
 		}
 	})
 }

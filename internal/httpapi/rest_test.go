@@ -191,13 +191,17 @@ func TestOptionalRoutes(t *testing.T) {
 func TestTokens(t *testing.T) {
 	api := &fakeAPI{}
 	ts := serve(t, Options{API: api, Metrics: metricsStub, Tokens: map[string]string{"tok-a": "alice", "tok-b": "bob"}})
+	// Every route but /healthz and the dashboard's: /mcp, and paths that
+	// do not exist, which must not tell a caller without a token so.
 	for _, path := range []string{"/api/v1/executions", "/api/v1/tools/search", "/api/v1/skills", "/api/v1/stats",
-		"/api/v1/upstreams", "/metrics", "/readyz"} {
+		"/api/v1/upstreams", "/metrics", "/readyz", "/mcp", "/api/v1/nothing", "/index.html"} {
 		for _, auth := range []string{"", "Bearer wrong", "Basic dG9rLWE6", "Bearer tok-ab", "Bearer TOK-A", "tok-a"} {
-			api.asked = nil
-			a := get(t, ts, "GET", path, map[string]string{"Authorization": auth})
-			if a.Status != 401 || api.last() != "" {
-				t.Errorf("%s with %q: %d, asked %q", path, auth, a.Status, api.last())
+			for _, method := range []string{"GET", "POST"} {
+				api.asked = nil
+				a := get(t, ts, method, path, map[string]string{"Authorization": auth})
+				if a.Status != 401 || api.last() != "" {
+					t.Errorf("%s %s with %q: %d, asked %q", method, path, auth, a.Status, api.last())
+				}
 			}
 		}
 	}
@@ -215,6 +219,15 @@ func TestTokens(t *testing.T) {
 	}
 	if a := get(t, ts, "GET", "/healthz", nil); a.Status != 200 {
 		t.Errorf("healthz needs no token: %d", a.Status)
+	}
+	// The dashboard's page and assets hold no data: no token, and they
+	// keep their Content-Security-Policy through this handler.
+	for _, path := range []string{"/", "/static/app.js", "/static/style.css"} {
+		a := get(t, ts, "GET", path, nil)
+		if csp := a.Header.Get("Content-Security-Policy"); a.Status != 200 || !strings.Contains(csp, "default-src 'none'") ||
+			!strings.Contains(csp, "script-src 'self'") {
+			t.Errorf("%s without a token: %d, CSP %q", path, a.Status, csp)
+		}
 	}
 }
 
