@@ -33,8 +33,10 @@ type fakeAPI struct {
 
 func (f *fakeAPI) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /{$}", Handler())
-	mux.Handle("GET /static/", Handler())
+	page := Handler()
+	for _, p := range Paths {
+		mux.Handle(p, page)
+	}
 	api := http.NewServeMux()
 	execs := make([]map[string]any, 0, 60)
 	for id := 60; id >= 1; id-- {
@@ -222,4 +224,16 @@ func TestDashboardAgainstFakeAPI(t *testing.T) {
 	}
 
 	console()
+
+	// The browser enforces the Content-Security-Policy: markup that did
+	// reach the page could not run inline script. (After console(): the
+	// refusal is logged as an error.)
+	ran, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		const s = document.createElement('script');
+		s.textContent = 'window.inlineRan = true';
+		document.body.append(s);
+		return window.inlineRan === true; })()`))
+	if err != nil || ran {
+		t.Errorf("an inline script ran (%v, %v): the policy is not in force", ran, err)
+	}
 }
