@@ -12,8 +12,10 @@ import (
 )
 
 // Bounds on walks: entries one List returns, entries a List or Snapshot
-// looks at, and how deep a walk goes (the sandbox's code can make a tree of
-// any shape, or swap a directory for a link to its parent mid-walk).
+// looks at, and how many directories deep a walk goes (the sandbox's code
+// can make a tree of any shape, or swap a directory for a link to its
+// parent mid-walk). Writes go no deeper than a walk, so that Usage sees
+// every file they make.
 const (
 	DefaultListLimit = 1000
 	maxVisit         = 100_000

@@ -195,6 +195,11 @@ func (w *Workspace) put(mode putMode, name string, grow int64, fill func(tmp, ol
 	if clean == "." {
 		return Entry{}, &Error{Op: op, Path: name, Err: errors.New("is the workspace itself; name a file in it")}
 	}
+	// Walks descend maxDepth directories, so a file deeper would escape
+	// Usage, and with it the quota, as well as List and Snapshot.
+	if depth := strings.Count(clean, "/"); depth > maxDepth {
+		return Entry{}, &Error{Op: op, Path: name, Err: fmt.Errorf("%w: the path is %d directories deep; the limit is %d", ErrInvalidPath, depth, maxDepth)}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 

@@ -531,3 +531,39 @@ func TestOpenRemovesUnfinishedWrites(t *testing.T) {
 		t.Errorf("a file of the code's was removed: %v", err)
 	}
 }
+
+// TestDepth: a write goes no deeper than a walk looks, so every file it
+// makes counts against the quota; a deeper tree the code made is walked to
+// the bound and no further.
+func TestDepth(t *testing.T) {
+	f := newFixture(t, Options{Quota: 100})
+	deepest := strings.Repeat("d/", maxDepth) + "f"
+	_, err := f.ws.Write(deepest, bytes.Repeat([]byte("x"), 60))
+	must(t, err)
+	if used, err := f.ws.Usage(); err != nil || used != 60 {
+		t.Fatalf("usage %d, %v; want the 60 bytes %d directories deep", used, err, maxDepth)
+	}
+	if l, err := f.ws.List("", "f", 0); err != nil || len(l.Entries) != 1 || l.Entries[0].Path != deepest {
+		t.Fatalf("list: %+v %v", l, err)
+	}
+	tooDeep := strings.Repeat("e/", maxDepth+1) + "f"
+	for name, op := range map[string]func() error{
+		"write":  func() error { _, err := f.ws.Write(tooDeep, []byte("x")); return err },
+		"create": func() error { _, err := f.ws.Create(tooDeep, []byte("x")); return err },
+	} {
+		if err := op(); !errors.Is(err, ErrInvalidPath) || !strings.Contains(err.Error(), "directories deep") {
+			t.Errorf("%s %d directories deep: %v, want ErrInvalidPath", name, maxDepth+1, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "e")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused deep write made directories: %v", err)
+	}
+
+	// The code's tree, deeper than the bound: listed down to it.
+	must(t, os.MkdirAll(filepath.Join(f.dir, strings.Repeat("c/", maxDepth+10)), 0o755))
+	l, err := f.ws.List("c", "", 0)
+	must(t, err)
+	if n := len(l.Entries); n != maxDepth+1 || l.Entries[n-1].Path != strings.Repeat("c/", maxDepth+1)+"c" {
+		t.Fatalf("listed %d entries down to %q", n, l.Entries[len(l.Entries)-1].Path)
+	}
+}
