@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -88,14 +87,10 @@ func TestExecutionStatsE2E(t *testing.T) {
 	}
 	check := func(when string, cs *mcp.ClientSession) {
 		t.Helper()
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_execution_stats", Arguments: map[string]any{}})
-		if err != nil || res.IsError {
-			t.Fatalf("%s: get_execution_stats: %v %s", when, err, textOf(res))
-		}
 		var got server.ExecutionStatsOutput
-		raw, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(raw, &got); err != nil {
-			t.Fatal(err)
+		res, text := callToolInto(t, cs, "get_execution_stats", map[string]any{}, &got)
+		if res.IsError {
+			t.Fatalf("%s: get_execution_stats: %s", when, text)
 		}
 		if got.Pool == nil || got.Pool.Size != 1 {
 			t.Errorf("%s: pool %+v, want size 1", when, got.Pool)
@@ -107,7 +102,7 @@ func TestExecutionStatsE2E(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: stats\n got %+v\nwant %+v", when, got, want)
 		}
-		if text := textOf(res); !strings.Contains(text, "executions since the log began: 10 (5 ok, 5 failed)") || !strings.Contains(text, "fake.echo: 4 (0 failed)") {
+		if !strings.Contains(text, "executions since the log began: 10 (5 ok, 5 failed)") || !strings.Contains(text, "fake.echo: 4 (0 failed)") {
 			t.Errorf("%s: text:\n%s", when, text)
 		}
 	}
