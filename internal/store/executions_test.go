@@ -1,11 +1,14 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -96,7 +99,8 @@ func TestTopTools(t *testing.T) {
 		}
 	}
 	// Most calls first; the four with TopToolsLimit calls by name.
-	want = sortedByCallsThenName(want)[:TopToolsLimit]
+	slices.SortFunc(want, func(a, b ToolStat) int { return cmp.Or(b.Calls-a.Calls, strings.Compare(a.Name, b.Name)) })
+	want = want[:TopToolsLimit]
 
 	st, err := s.ExecutionStats(ctx, "a", time.Time{})
 	if err != nil {
@@ -111,19 +115,6 @@ func TestTopTools(t *testing.T) {
 	if st.TopTools[0].Name != "t09" || st.TopTools[3].Name != "t12" || st.TopTools[4].Name != "t08" {
 		t.Errorf("order: %+v", st.TopTools)
 	}
-}
-
-func sortedByCallsThenName(in []ToolStat) []ToolStat {
-	out := append([]ToolStat(nil), in...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			a, b := out[i], out[j]
-			if b.Calls > a.Calls || (b.Calls == a.Calls && b.Name < a.Name) {
-				out[i], out[j] = b, a
-			}
-		}
-	}
-	return out
 }
 
 // TestStatsSnapshot: stats taken while executions are being recorded agree
