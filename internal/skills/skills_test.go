@@ -132,6 +132,13 @@ func TestSaveRefuses(t *testing.T) {
 		{"empty tag", Draft{Name: "x", Code: addCode, Description: "d", Tags: []string{"a", " "}}, "tags", "empty"},
 		{"syntax error", Draft{Name: "x", Code: "def f():\n    return 1\n\ndef g(:\n    pass\n", Description: "d"}, "code", "line 4"},
 		{"bad indentation", Draft{Name: "x", Code: "def f():\nreturn 1\n", Description: "d"}, "code", "line 2"},
+		{"code not UTF-8", Draft{Name: "x", Code: "s = '\xff'\n", Description: "d"}, "code", "UTF-8"},
+		{"long description", Draft{Name: "x", Code: addCode, Description: strings.Repeat("d", MaxDescription+1)}, "description", "at most 4096"},
+		{"description not UTF-8", Draft{Name: "x", Code: addCode, Description: "caf\xe9"}, "description", "UTF-8"},
+		{"too many tags", Draft{Name: "x", Code: addCode, Description: "d", Tags: make([]string, MaxTags+1)}, "tags", "at most 20"},
+		{"long tag", Draft{Name: "x", Code: addCode, Description: "d", Tags: []string{strings.Repeat("t", MaxTag+1)}}, "tags", "at most 64"},
+		{"tag with a newline", Draft{Name: "x", Code: addCode, Description: "d", Tags: []string{"a\nb"}}, "tags", "control"},
+		{"tag not UTF-8", Draft{Name: "x", Code: addCode, Description: "d", Tags: []string{"\xff"}}, "tags", "UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,6 +226,21 @@ print(add(2, 3), _hidden, greet("bo"), skills.add.__all__)
 `, filepath.Join(dir, "default")).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "5 7 hi bo ['add']" {
 		t.Fatalf("import: %v\n%s", err, out)
+	}
+	// "import *" takes __all__ where the module has one, else its public
+	// names, and never the generated __init__'s own.
+	out, err = exec.Command("/usr/bin/python3", "-I", "-S", "-B", "-c", `
+import importlib.machinery, importlib.util, sys
+spec = importlib.machinery.ModuleSpec("skills", None, is_package=True)
+spec.submodule_search_locations = [sys.argv[1]]
+sys.modules["skills"] = importlib.util.module_from_spec(spec)
+a, g = {}, {}
+exec("from skills.add import *", a)
+exec("from skills.greet import *", g)
+print(sorted(a.keys() - {"__builtins__"}), sorted(g.keys() - {"__builtins__"}))
+`, filepath.Join(dir, "default")).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "['add'] ['greet']" {
+		t.Fatalf("import *: %v\n%s", err, out)
 	}
 }
 
@@ -497,5 +519,94 @@ print(json.dumps(meta))
 				t.Errorf("front matter reads as %+v", meta)
 			}
 		})
+	}
+}
+
+// TestSaveAtLimits: a draft exactly at every bound is saved whole.
+func TestSaveAtLimits(t *testing.T) {
+	m, _, dir := newManager(t)
+	tags := make([]string, MaxTags)
+	for i := range tags {
+		tags[i] = strings.Repeat(string(rune('a'+i)), MaxTag)
+	}
+	d := Draft{
+		Name:        strings.Repeat("n", MaxName),
+		Code:        strings.Repeat("#", MaxCode-1) + "\n",
+		Description: strings.Repeat("d", MaxDescription),
+		Tags:        tags,
+	}
+	sk, err := m.Save(context.Background(), "default", d, noCheck{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sk.Code != d.Code || sk.Description != d.Description || len(sk.Tags) != MaxTags {
+		t.Errorf("saved %d bytes of code, %d of description, %d tags", len(sk.Code), len(sk.Description), len(sk.Tags))
+	}
+	if got := readFile(t, filepath.Join(dir, "default", CodePath(d.Name))); got != d.Code {
+		t.Errorf("the code file holds %d bytes, want %d", len(got), len(d.Code))
+	}
+}
+
+// TestBadNamespaceOrVersion: every entry point refuses a namespace that is
+// not one directory under Dir, and Load a negative version, before the
+// store or the disk is touched.
+func TestBadNamespaceOrVersion(t *testing.T) {
+	m, _, dir := newManager(t)
+	ctx := context.Background()
+	for _, ns := range []string{"", "..", "../up", "a/b", ".lock", "nul\x00"} {
+		d := Draft{Name: "x", Code: addCode, Description: "d"}
+		if _, err := m.Save(ctx, ns, d, noCheck{}); err == nil || !strings.Contains(err.Error(), "bad namespace") {
+			t.Errorf("save in %q: %v", ns, err)
+		}
+		if _, err := m.Load(ctx, ns, "x", 0); err == nil || !strings.Contains(err.Error(), "bad namespace") {
+			t.Errorf("load in %q: %v", ns, err)
+		}
+		if _, err := m.List(ctx, ns, ""); err == nil || !strings.Contains(err.Error(), "bad namespace") {
+			t.Errorf("list in %q: %v", ns, err)
+		}
+		if _, err := m.Delete(ctx, ns, "x"); err == nil || !strings.Contains(err.Error(), "bad namespace") {
+			t.Errorf("delete in %q: %v", ns, err)
+		}
+		if err := m.Sync(ctx, ns); err == nil || !strings.Contains(err.Error(), "bad namespace") {
+			t.Errorf("sync of %q: %v", ns, err)
+		}
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("refused namespaces touched the disk: %v", err)
+	}
+	save(t, m, "default", "add", addCode)
+	var ie *InvalidError
+	if _, err := m.Load(ctx, "default", "add", -1); !errors.As(err, &ie) || ie.Field != "version" {
+		t.Errorf("load version -1: %v", err)
+	}
+}
+
+// TestSaveFilesFailThenRepaired: when the version is committed but its
+// files cannot be written, Save says so and returns the version, and the
+// next Dir writes them.
+func TestSaveFilesFailThenRepaired(t *testing.T) {
+	m, _, dir := newManager(t)
+	ctx := context.Background()
+	save(t, m, "default", "add", addCode)
+	// A directory where add.py goes: no rename can replace it.
+	blocker := filepath.Join(dir, "default", "add", "add.py")
+	os.Remove(blocker)
+	if err := os.MkdirAll(filepath.Join(blocker, "full"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v2 := addCode + "# two\n"
+	sk, err := m.Save(ctx, "default", Draft{Name: "add", Code: v2, Description: "d"}, noCheck{})
+	if err == nil || sk.Version != 2 || !strings.Contains(err.Error(), "version 2 is saved, but its files could not be written") {
+		t.Fatalf("save with unwritable files: %+v, %v", sk, err)
+	}
+	if latest, err := m.Load(ctx, "default", "add", 0); err != nil || latest.Code != v2 {
+		t.Fatalf("the version was not kept: %+v, %v", latest, err)
+	}
+	os.RemoveAll(blocker)
+	if _, err := m.Dir(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, blocker); got != v2 {
+		t.Errorf("the next Dir did not write version 2: %q", got)
 	}
 }
