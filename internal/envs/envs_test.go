@@ -269,3 +269,50 @@ func TestStoreFailures(t *testing.T) {
 		t.Errorf("Get: %v", err)
 	}
 }
+
+// countingStore counts the reads of a Store.
+type countingStore struct {
+	Store
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (c *countingStore) Environment(ctx context.Context, ns string) (json.RawMessage, bool, error) {
+	c.mu.Lock()
+	c.reads[ns]++
+	c.mu.Unlock()
+	return c.Store.Environment(ctx, ns)
+}
+
+// TestGetReadsStoreOnce: every execution calls Get, so only a namespace's
+// first Get may reach the database, whether it has a choice or not, and a
+// choice made after it is what later Gets return.
+func TestGetReadsStoreOnce(t *testing.T) {
+	data := t.TempDir()
+	st := &countingStore{Store: openStore(t, data), reads: map[string]int{}}
+	venv := fakeVenv(t)
+	if _, err := New(Options{DataDir: data, Runner: &fakeRunner{}, Store: st}).Configure(context.Background(), "chose", Venv, venv, ""); err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{DataDir: data, SystemPython: "/usr/bin/python3", Runner: &fakeRunner{}, Store: st})
+	var wg sync.WaitGroup
+	for range 20 {
+		for _, ns := range []string{"chose", "default"} {
+			wg.Go(func() {
+				if _, err := m.Get(ns); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if st.reads["chose"] != 1 || st.reads["default"] != 1 {
+		t.Errorf("store reads %v, want one per namespace", st.reads)
+	}
+	if _, err := m.Configure(context.Background(), "default", Venv, venv, ""); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := m.Get("default"); err != nil || c.Type != Venv || st.reads["default"] != 1 {
+		t.Errorf("after Configure: %+v, %v; %d reads", c, err, st.reads["default"])
+	}
+}
