@@ -28,6 +28,8 @@ func (e *compileExecutor) Exec(ctx context.Context, req sandbox.Request) *sandbo
 	switch {
 	case strings.Contains(src, "TIMEOUT"):
 		return &sandbox.Result{Error: &sandbox.ExecError{Type: sandbox.ErrTimeout, Message: "too slow"}}
+	case strings.Contains(src, "NO ANSWER"):
+		return &sandbox.Result{}
 	case strings.Contains(src, "def g(:"):
 		return &sandbox.Result{OK: true, Result: map[string]any{"line": float64(3), "column": float64(7), "message": "invalid syntax"}}
 	}
@@ -113,5 +115,89 @@ func TestSkillToolsListed(t *testing.T) {
 	}
 	if got := names(without); got != "" {
 		t.Errorf("without a skills manager: %q", got)
+	}
+}
+
+// TestSkillToolsOverMCP: the four tools through a client, with the
+// sandbox played by compileExecutor: versions, the text renderings, and
+// refusals as tool errors that name the field.
+func TestSkillToolsOverMCP(t *testing.T) {
+	s, _, _ := newSkillsServer(t)
+	cs := connectClient(t, s)
+	save := func(code string) {
+		t.Helper()
+		mustCall(t, cs, "save_skill", map[string]any{"name": "calc", "code": code,
+			"description": "Scales a number.\nSecond line.", "tags": []string{"math"}}, nil)
+	}
+	save("def scale(x):\n    return 2 * x\n")
+	save("def scale(x):\n    return 3 * x") // no final newline
+
+	var loaded LoadSkillOutput
+	text := mustCall(t, cs, "load_skill", map[string]any{"name": "calc", "version": 1}, &loaded)
+	if loaded.Version != 1 || loaded.LatestVersion != 2 || loaded.Code != "def scale(x):\n    return 2 * x\n" ||
+		loaded.Import != "from skills.calc import ..." || strings.Join(loaded.Tags, ",") != "math" || loaded.Created.IsZero() {
+		t.Errorf("load_skill version 1: %+v", loaded)
+	}
+	if !strings.HasPrefix(text, "calc version 1 of 2, ") || !strings.Contains(text, "\ntags: math\n\ndef scale") {
+		t.Errorf("load_skill text:\n%s", text)
+	}
+	if text := mustCall(t, cs, "load_skill", map[string]any{"name": "calc"}, &loaded); loaded.Version != 2 || !strings.HasSuffix(text, "3 * x\n") {
+		t.Errorf("load_skill latest: %+v\n%s", loaded, text)
+	}
+
+	var listed ListSkillsOutput
+	if text := mustCall(t, cs, "list_skills", map[string]any{"query": "scales"}, &listed); len(listed.Skills) != 1 ||
+		text != "calc (v2) [math]: Scales a number.\n" {
+		t.Errorf("list_skills: %+v\n%q", listed, text)
+	}
+	if text := mustCall(t, cs, "list_skills", map[string]any{"query": "nothing"}, &listed); len(listed.Skills) != 0 || listed.Skills == nil ||
+		text != "(no skills)\n" {
+		t.Errorf("list_skills without a match: %+v %q", listed, text)
+	}
+
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"load_skill", map[string]any{"name": "calc", "version": 3}, "invalid argument version: skill calc has versions 1 to 2"},
+		{"load_skill", map[string]any{"name": "calc", "version": -1}, "invalid argument version"},
+		{"load_skill", map[string]any{"name": "nope"}, "no such skill"},
+		{"load_skill", map[string]any{"name": "../x"}, "invalid argument name"},
+		{"save_skill", map[string]any{"name": "x", "code": "x = 1\n", "description": " "}, "invalid argument description"},
+		{"delete_skill", map[string]any{"name": "nope"}, "no such skill"},
+	} {
+		if res, text := callTool(t, cs, tc.tool, tc.args); !res.IsError || !strings.Contains(text, tc.want) {
+			t.Errorf("%s %v: isError=%v %q, want %q", tc.tool, tc.args, res.IsError, text, tc.want)
+		}
+	}
+
+	var deleted DeleteSkillOutput
+	if text := mustCall(t, cs, "delete_skill", map[string]any{"name": "calc"}, &deleted); deleted.Versions != 2 ||
+		text != "deleted skill calc (2 versions)\n" {
+		t.Errorf("delete_skill: %+v %q", deleted, text)
+	}
+	if res, _ := callTool(t, cs, "load_skill", map[string]any{"name": "calc"}); !res.IsError {
+		t.Error("load_skill after delete_skill succeeded")
+	}
+}
+
+// TestCompileRequestIsWarmRequest: save_skill's compile check asks for the
+// sandbox the namespace's executions and its warm pool use, so a warm one
+// serves it; a sandbox that gives no answer is an error that is not the
+// caller's.
+func TestCompileRequestIsWarmRequest(t *testing.T) {
+	s, ex, _ := newSkillsServer(t)
+	ctx := context.Background()
+	if _, _, err := s.saveSkill(ctx, nil, SaveSkillInput{Name: "x", Code: "x = 1\n", Description: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	warm, got := s.WarmRequest(ctx, DefaultNamespace), ex.reqs[0]
+	if got.Workspace != warm.Workspace || got.Skills != warm.Skills || got.Python != warm.Python || warm.Skills == "" {
+		t.Errorf("compile request %+v, warm request %+v", got, warm)
+	}
+	_, _, err := s.saveSkill(ctx, nil, SaveSkillInput{Name: "x", Code: "# NO ANSWER\n", Description: "d"})
+	if err == nil || strings.Contains(err.Error(), "invalid argument") || !strings.Contains(err.Error(), "no result") {
+		t.Errorf("a sandbox without an answer: %v", err)
 	}
 }
