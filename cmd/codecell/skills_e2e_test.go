@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,6 +66,45 @@ func TestSkillsEndToEnd(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(dataDir, "skills", "default", "calc", "SKILL.md"))
 	if err != nil || !strings.Contains(string(md), "version: 2") || !strings.Contains(string(md), `tags: ["math"]`) {
 		t.Errorf("SKILL.md: %v\n%s", err, md)
+	}
+
+	// Inside the sandbox the package is a read-only mount: each write fails
+	// with EROFS, whatever the files' owners and modes would allow, and a
+	// "skills" directory in the workspace stands in for neither a saved
+	// skill nor a new one.
+	if ok, r, msg := run(`
+import errno, os, skills
+where = skills.__path__[0]
+erofs = 0
+for attempt in (lambda: open(where + "/calc/calc.py", "w"),
+                lambda: open(where + "/evil.py", "w"),
+                lambda: os.mkdir(where + "/evil"),
+                lambda: os.rename(where + "/calc", where + "/moved"),
+                lambda: os.remove(where + "/calc/SKILL.md")):
+    try:
+        attempt()
+    except OSError as e:
+        erofs += e.errno == errno.EROFS
+result = [where, erofs]`); !ok || fmt.Sprint(r) != "[/codecell/skills 5]" {
+		t.Errorf("writes into the skills package: %v (want 5 of 5 refused with EROFS) %s", r, msg)
+	}
+	if got, err := os.ReadFile(filepath.Join(dataDir, "skills", "default", "calc", "calc.py")); err != nil || !strings.Contains(string(got), "3 * x") {
+		t.Errorf("calc.py after the attempts: %q %v", got, err)
+	}
+	if ok, r, msg := run(`
+import os
+for name in ("calc", "evil"):
+    os.makedirs("skills/" + name, exist_ok=True)
+    with open("skills/%s/__init__.py" % name, "w") as f:
+        f.write("def scale(x):\n    return 0\n")
+from skills.calc import scale
+try:
+    import skills.evil
+    evil = "imported"
+except ModuleNotFoundError:
+    evil = "not found"
+result = [scale(21), evil]`); !ok || fmt.Sprint(r) != "[63 not found]" {
+		t.Errorf("a workspace skills directory: %v %s", r, msg)
 	}
 
 	// Refusals name the field and the rule; nothing is saved.
@@ -155,5 +195,42 @@ func TestSkillsEndToEnd(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "skills", "default", "calc")); !os.IsNotExist(err) {
 		t.Errorf("files left after delete_skill: %v", err)
+	}
+}
+
+// TestSkillsCommandWithoutDatabase: on a data dir where no server has run,
+// codecell skills answers without creating anything, and its usage errors
+// say what it takes.
+func TestSkillsCommandWithoutDatabase(t *testing.T) {
+	cfgPath, dataDir := testDirs(t, testConfig)
+	cli := func(args ...string) (string, int) {
+		return runCLI(t, append(append([]string{"skills"}, args...), "--config", cfgPath, "--data-dir", dataDir)...)
+	}
+	if out, code := cli("list"); code != 0 || !strings.Contains(out, "(no skills)") {
+		t.Errorf("skills list: exit %d\n%s", code, out)
+	}
+	if out, code := cli("list", "--json"); code != 0 || !strings.Contains(out, `"skills": []`) {
+		t.Errorf("skills list --json: exit %d\n%s", code, out)
+	}
+	if out, code := cli("show", "calc"); code == 0 || !strings.Contains(out, "no such skill") {
+		t.Errorf("skills show: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+		t.Errorf("the data dir was created: %v", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"frob"}, `unknown skills command "frob"`},
+		{[]string{"show"}, "usage: codecell skills"},
+		{[]string{"delete", "a", "b"}, "usage: codecell skills"},
+	} {
+		if out, code := cli(tc.args...); code == 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("skills %v: exit %d\n%s", tc.args, code, out)
+		}
+	}
+	if out, code := runCLI(t, "skills"); code == 0 || !strings.Contains(out, "usage: codecell skills") {
+		t.Errorf("skills: exit %d\n%s", code, out)
 	}
 }
