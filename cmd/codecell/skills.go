@@ -32,6 +32,12 @@ func runSkills(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
+	if sub != "list" && sub != "show" && sub != "delete" {
+		return fmt.Errorf("unknown skills command %q: want list, show or delete", sub)
+	}
+	if (sub == "show" || sub == "delete") && len(positional) != 1 {
+		return errors.New(usage)
+	}
 	if g.logLevel == "info" {
 		g.logLevel = "warn"
 	}
@@ -51,12 +57,6 @@ func runSkills(ctx context.Context, g *globals, args []string) error {
 		}
 		_, err := fmt.Fprint(g.stdout, text)
 		return err
-	}
-	if sub != "list" && sub != "show" && sub != "delete" {
-		return fmt.Errorf("unknown skills command %q: want list, show or delete", sub)
-	}
-	if (sub == "show" || sub == "delete") && len(positional) != 1 {
-		return errors.New(usage)
 	}
 
 	// No database yet means no skills; do not create one to say so.
