@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
@@ -67,14 +66,6 @@ func (oneUpstream) Statuses() []upstream.Status {
 	return []upstream.Status{{Name: "docs", State: upstream.Connected, Tools: 1}}
 }
 
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // TestOverHTTP runs known executions through /mcp as two namespaces and
 // reads them back through /metrics and the REST API.
 func TestOverHTTP(t *testing.T) {
@@ -98,7 +89,7 @@ func TestOverHTTP(t *testing.T) {
 	ctx := context.Background()
 	connect := func(token string) *mcp.ClientSession {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
-			Endpoint: ts.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+			Endpoint: ts.URL + "/mcp", HTTPClient: httpapitest.BearerClient(token)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -70,11 +70,9 @@ func (s *Server) recordExecution(ctx context.Context, j job, out ExecuteCodeOutp
 			e.ResultExcerpt = excerpt(string(b), logExcerpt)
 		}
 	}
+	e.ErrorType = executionErrorType(out) // a failure must never count as a success
 	if out.Error != nil {
-		e.ErrorType = out.Error.Type
 		e.ErrorMessage = excerpt(out.Error.Message, logExcerpt)
-	} else if !out.OK {
-		e.ErrorType = sandbox.ErrSandbox // not produced today; a failure must never count as a success
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()

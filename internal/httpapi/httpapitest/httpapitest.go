@@ -65,3 +65,17 @@ func GetJSON(t testing.TB, url, token string, v any) int {
 	}
 	return a.Status
 }
+
+// BearerClient is an HTTP client that sends token as a bearer token with
+// every request (an MCP client's HTTPClient, say).
+func BearerClient(token string) *http.Client {
+	return &http.Client{Transport: bearer{token}}
+}
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
