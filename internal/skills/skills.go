@@ -361,7 +361,7 @@ func (m *Manager) Sync(ctx context.Context, ns string) error {
 		return fmt.Errorf("sync skills: %w", err)
 	}
 	dir := filepath.Join(m.opts.Dir, ns)
-	if err := mkdir(dir, 0o755); err != nil {
+	if err := mkdir(dir, dirMode); err != nil {
 		return fmt.Errorf("sync skills: %w", err)
 	}
 	keep := map[string]bool{}
