@@ -283,6 +283,10 @@ func (m *Manager) startBusy(ctx context.Context, workspace target) (sandbox, err
 	m.mu.Lock()
 	m.busy[workspace]++
 	m.mu.Unlock()
+	// A new target for a workspace supersedes its others: the namespace's
+	// environment or skills directory changed, so their warm sandboxes
+	// would never serve again.
+	m.dropIdle(workspace.workspace, workspace)
 	sb, err := m.start(ctx, workspace)
 	if err != nil {
 		m.mu.Lock()
@@ -301,9 +305,10 @@ func (m *Manager) signalReturned() {
 }
 
 func (m *Manager) put(workspace target, sb sandbox) {
-	// A sandbox of a workspace that was removed meanwhile has the old
-	// directory mounted: it is of no use.
-	stale := dirID(workspace.workspace) != workspace.dir
+	// A sandbox of a workspace or skills directory that was removed
+	// meanwhile has the old directory mounted: it is of no use.
+	stale := dirID(workspace.workspace) != workspace.dir ||
+		(workspace.skills != "" && dirID(workspace.skills) != workspace.skillsDir)
 	m.mu.Lock()
 	if stale || m.closed || len(m.idle[workspace]) >= max(m.opts.PoolSize, 1) {
 		m.mu.Unlock()
@@ -367,6 +372,7 @@ type target struct {
 	python    string
 	readOnly  string // host directories exposed read-only at their own path, NUL-separated
 	skills    string // the namespace's skills directory (Request.Skills): namespaces never share a sandbox
+	skillsDir uint64 // its inode, as dir is the workspace's
 }
 
 // defaultTarget is the target of a workspace with the Manager's Python.
@@ -392,7 +398,9 @@ func (m *Manager) targetOf(req *Request) target {
 		tg.python = req.Python
 		tg.readOnly = strings.Join(req.ReadOnly, "\x00")
 	}
-	tg.skills = req.Skills
+	if req.Skills != "" {
+		tg.skills, tg.skillsDir = req.Skills, dirID(req.Skills)
+	}
 	return tg
 }
 
@@ -417,7 +425,7 @@ func (m *Manager) prepareOnce(dir string) error {
 		}
 		// The workspace was removed: warm sandboxes still have the old
 		// directory mounted, so they go too.
-		m.dropIdle(dir)
+		m.dropIdle(dir, target{})
 	}
 	if err := m.PrepareDir(dir); err != nil {
 		return err
@@ -431,12 +439,12 @@ func (m *Manager) prepareOnce(dir string) error {
 	return nil
 }
 
-// dropIdle kills the idle sandboxes of a workspace.
-func (m *Manager) dropIdle(workspace string) {
+// dropIdle kills the idle sandboxes of a workspace but those of keep.
+func (m *Manager) dropIdle(workspace string, keep target) {
 	m.mu.Lock()
 	var drop []sandbox
 	for tg, list := range m.idle {
-		if tg.workspace == workspace {
+		if tg.workspace == workspace && tg != keep {
 			drop = append(drop, list...)
 			delete(m.idle, tg)
 		}

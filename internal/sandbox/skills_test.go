@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,14 +104,56 @@ for attempt in (lambda: open(where + "/calc/calc.py", "w"),
         attempt()
     except OSError as e:
         denied.append(e.errno)
-result = [where, len(denied)]
+import errno
+result = [where, len(denied), denied.count(errno.EROFS)]
 `)
-			if !r.OK || toJSON(r.Result) != `["/codecell/skills",4]` {
+			// Under bubblewrap every refusal is EROFS: the mount refuses, not
+			// merely the files' modes. gVisor checks the modes first (EACCES);
+			// its mount's "ro" is checked as data in TestSkillsMount.
+			if !r.OK {
+				t.Fatalf("read-only: %+v", r.Error)
+			}
+			want := `["/codecell/skills",4,4]`
+			if got, ok := r.Result.([]any); level == Hardened && ok && len(got) == 3 {
+				want = fmt.Sprintf(`["/codecell/skills",4,%v]`, got[2])
+			}
+			if toJSON(r.Result) != want {
 				t.Fatalf("read-only: %+v %+v", r.Result, r.Error)
 			}
 			if got, _ := os.ReadFile(filepath.Join(a, "calc", "calc.py")); !strings.Contains(string(got), "a2") {
 				t.Fatalf("the skill changed: %q", got)
 			}
 		})
+	}
+}
+
+// TestSkillsDirRecreated: a skills directory removed and made again (as the
+// skills package repairs it) is another target: warm sandboxes that mount
+// the old one are not used, and are dropped.
+func TestSkillsDirRecreated(t *testing.T) {
+	m, ws := newTestManager(t, Production, Limits{}, 1)
+	dir := filepath.Join(reachableTempDir(t), "skills")
+	writeSkill(t, dir, "calc", "def f():\n    return 1\n")
+	run := func() *Result {
+		return m.Exec(context.Background(), Request{Workspace: ws, Skills: dir, Code: "from skills.calc import f\nf()", Timeout: 20 * time.Second})
+	}
+	if r := run(); !r.OK {
+		t.Fatalf("first: %+v", r.Error)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	writeSkill(t, dir, "calc", "def f():\n    return 2\n")
+	for i := 0; i < 2; i++ {
+		if r := run(); !r.OK || r.Result != 2.0 {
+			t.Fatalf("after the directory was made again (%d): %+v %+v", i, r.Result, r.Error)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for tg, list := range m.idle {
+		if tg.skillsDir != dirID(dir) && len(list) > 0 {
+			t.Errorf("%d idle sandboxes still mount the removed directory", len(list))
+		}
 	}
 }
