@@ -116,7 +116,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		Version:   version,
 		InProcess: g.inProcess,
 	})
-	db, err := store.Open(filepath.Join(dataDir, "codecell.db"))
+	db, err := store.Open(dbPath(dataDir))
 	if err != nil {
 		mgr.Close()
 		return nil, fmt.Errorf("open the database: %w", err)

@@ -27,9 +27,7 @@ func runExec(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	if g.logLevel == "info" {
-		g.logLevel = "warn" // keep a one-shot command's stderr for the code
-	}
+	g.quiet() // keep a one-shot command's stderr for the code
 	a, err := g.newApp(ctx, nil)
 	if err != nil {
 		return err

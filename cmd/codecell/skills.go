@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -38,9 +37,7 @@ func runSkills(ctx context.Context, g *globals, args []string) error {
 	if (sub == "show" || sub == "delete") && len(positional) != 1 {
 		return errors.New(usage)
 	}
-	if g.logLevel == "info" {
-		g.logLevel = "warn"
-	}
+	g.quiet()
 	log, err := g.logger()
 	if err != nil {
 		return err
@@ -49,26 +46,17 @@ func runSkills(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	print := func(v any, text string) error {
-		if *asJSON {
-			enc := json.NewEncoder(g.stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(v)
-		}
-		_, err := fmt.Fprint(g.stdout, text)
-		return err
-	}
+	print := printer(g.stdout, *asJSON)
 
 	// No database yet means no skills; do not create one to say so.
-	dbPath := filepath.Join(dataDir, "codecell.db")
-	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(dbPath(dataDir)); errors.Is(err, os.ErrNotExist) {
 		if sub == "list" {
 			none := server.ListSkillsOutput{Skills: []server.SkillInfo{}}
 			return print(none, none.Text())
 		}
 		return fmt.Errorf("skill %s: %w", positional[0], skills.ErrNotFound)
 	}
-	db, err := store.Open(dbPath)
+	db, err := store.Open(dbPath(dataDir))
 	if err != nil {
 		return fmt.Errorf("open the database: %w", err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"strings"
@@ -24,9 +23,7 @@ func runTools(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	if g.logLevel == "info" {
-		g.logLevel = "warn"
-	}
+	g.quiet()
 	a, err := g.newApp(ctx, nil)
 	if err != nil {
 		return err
@@ -39,15 +36,7 @@ func runTools(ctx context.Context, g *globals, args []string) error {
 	cancel()
 	a.server.RefreshTools()
 
-	print := func(v any, text string) error {
-		if *asJSON {
-			enc := json.NewEncoder(g.stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(v)
-		}
-		_, err := fmt.Fprint(g.stdout, text)
-		return err
-	}
+	print := printer(g.stdout, *asJSON)
 	switch sub {
 	case "list":
 		var b strings.Builder
