@@ -567,3 +567,40 @@ func TestDepth(t *testing.T) {
 		t.Fatalf("listed %d entries down to %q", n, l.Entries[len(l.Entries)-1].Path)
 	}
 }
+
+func TestOpen(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "workspaces")
+	dir := filepath.Join(parent, "ns")
+	ws, err := Open(dir, Options{})
+	must(t, err)
+	_, err = ws.Write("a.txt", []byte("kept"))
+	must(t, err)
+	ws.Close()
+	for p, want := range map[string]fs.FileMode{parent: 0o711, dir: 0o700} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v %v, want mode %v", p, fi.Mode(), err, want)
+		}
+	}
+
+	// An existing workspace is opened as it is.
+	must(t, os.Chmod(dir, 0o750))
+	ws, err = Open(dir+"/", Options{})
+	must(t, err)
+	defer ws.Close()
+	if got, err := ws.ReadFile("a.txt", 10); err != nil || string(got) != "kept" {
+		t.Fatalf("reopened: %q %v", got, err)
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o750 {
+		t.Errorf("reopening changed the mode to %v", fi.Mode())
+	}
+
+	must(t, os.WriteFile(filepath.Join(parent, "file"), nil, 0o644))
+	for _, bad := range []string{"relative/ws", filepath.Join(parent, "file"), filepath.Join(parent, "file", "ws")} {
+		if ws, err := Open(bad, Options{}); err == nil {
+			ws.Close()
+			t.Errorf("Open(%q) succeeded", bad)
+		} else if strings.Contains(err.Error(), parent) {
+			t.Errorf("Open(%q): %q names the host path", bad, err)
+		}
+	}
+}
