@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -34,7 +35,7 @@ type Options struct {
 type Workspace struct {
 	root *os.Root
 	opts Options
-	mu   *sync.Mutex // shared by every Workspace open on the same directory
+	dir  *dirState // shared by every Workspace open on the same directory
 }
 
 // Entry describes a file or directory of the workspace.
@@ -46,9 +47,16 @@ type Entry struct {
 	Symlink bool // a symbolic link (never followed by List)
 }
 
-// dirLocks maps a workspace's host directory to the mutex of its writers:
-// one entry per workspace this process has opened, as there are few.
-var dirLocks sync.Map
+// dirState is what the Workspaces open on one directory in this process
+// share.
+type dirState struct {
+	mu    sync.Mutex // serializes writers, so a quota check and its write go together
+	swept sync.Once  // removeStale ran
+}
+
+// dirs maps a workspace's host directory to its *dirState: one entry per
+// workspace this process has opened, as there are few.
+var dirs sync.Map
 
 // Open opens the workspace at dir (an absolute host path), creating it, as
 // the sandbox manager would, when it is missing: private (mode 0700) and
@@ -72,13 +80,12 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the workspace: %w", causeOf(err))
 	}
-	mu, _ := dirLocks.LoadOrStore(dir, new(sync.Mutex))
-	w := &Workspace{root: root, opts: opts, mu: mu.(*sync.Mutex)}
+	st, _ := dirs.LoadOrStore(dir, new(dirState))
+	w := &Workspace{root: root, opts: opts, dir: st.(*dirState)}
 	// The first time this process opens a workspace, the writes a killed
-	// codecell left unfinished go, so no half-written file stays visible.
-	if _, seen := swept.LoadOrStore(dir, true); !seen {
-		w.RemoveStale()
-	}
+	// codecell left unfinished go, before this process writes there, so no
+	// half-written file stays visible.
+	w.dir.swept.Do(w.removeStale)
 	return w, nil
 }
 
@@ -96,9 +103,6 @@ func create(dir string, owner int) error {
 	}
 	return os.Lchown(dir, owner, owner)
 }
-
-// swept holds the workspaces RemoveStale has run on in this process.
-var swept sync.Map
 
 // causeOf drops the host path from an error of the os package.
 func causeOf(err error) error {
@@ -212,8 +216,8 @@ func (w *Workspace) put(mode putMode, name string, grow int64, fill func(tmp, ol
 	if depth := strings.Count(clean, "/"); depth > maxDepth {
 		return Entry{}, &Error{Op: op, Path: name, Err: fmt.Errorf("%w: the path is %d directories deep; the limit is %d", ErrInvalidPath, depth, maxDepth)}
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.dir.mu.Lock()
+	defer w.dir.mu.Unlock()
 
 	var old *os.File
 	perm := fs.FileMode(0o644)
@@ -451,8 +455,8 @@ func (w *Workspace) Delete(name string, recursive bool) error {
 	if clean == "." {
 		return &Error{Op: "delete", Path: name, Err: errors.New("is the workspace itself; name something in it")}
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.dir.mu.Lock()
+	defer w.dir.mu.Unlock()
 	fi, err := w.root.Lstat(clean)
 	if err != nil {
 		return fail("delete", name, err)
@@ -502,29 +506,20 @@ func (w *Workspace) Stat(name string) (Entry, error) {
 	return e, nil
 }
 
-// RemoveStale removes the temporary files of writes that never finished:
+// removeStale removes the temporary files of writes that never finished:
 // a codecell killed between creating one and renaming it into place leaves
-// it behind. It must run before this process writes to the workspace (Open
-// runs it on the first open in a process); it holds the workspace's write
-// lock while it walks. It returns how many it removed.
-func (w *Workspace) RemoveStale() (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// it behind. Writes go no deeper than the walk, so it finds them all.
+func (w *Workspace) removeStale() {
+	w.dir.mu.Lock()
+	defer w.dir.mu.Unlock()
 	var stale []string
-	err := fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // an unreadable directory left by the code: skip it
-		}
-		if d.Type().IsRegular() && isTemp(d.Name()) {
-			stale = append(stale, p)
+	w.walk(".", func(rel string, fi fs.FileInfo) error {
+		if fi.Mode().IsRegular() && isTemp(path.Base(rel)) {
+			stale = append(stale, rel)
 		}
 		return nil
 	})
-	removed := 0
 	for _, p := range stale {
-		if w.root.Remove(p) == nil {
-			removed++
-		}
+		w.root.Remove(p)
 	}
-	return removed, err
 }

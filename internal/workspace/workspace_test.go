@@ -511,12 +511,15 @@ func BenchmarkOpenSnapshot(b *testing.B) {
 
 func TestOpenRemovesUnfinishedWrites(t *testing.T) {
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	must(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
 	stale := []string{".codecell-0123456789abcdef.tmp", "sub/.codecell-fedcba9876543210.tmp"}
 	for _, p := range stale {
-		os.WriteFile(filepath.Join(dir, p), []byte("half"), 0o600)
+		must(t, os.WriteFile(filepath.Join(dir, p), []byte("half"), 0o600))
 	}
-	os.WriteFile(filepath.Join(dir, "keep.tmp"), []byte("mine"), 0o600)
+	must(t, os.WriteFile(filepath.Join(dir, "keep.tmp"), []byte("mine"), 0o600))
+	// Only regular files are Write's: a directory of the code's with such a
+	// name stays.
+	must(t, os.Mkdir(filepath.Join(dir, ".codecell-dir.tmp"), 0o755))
 	w, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -527,8 +530,10 @@ func TestOpenRemovesUnfinishedWrites(t *testing.T) {
 			t.Errorf("%s left behind: %v", p, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "keep.tmp")); err != nil {
-		t.Errorf("a file of the code's was removed: %v", err)
+	for _, p := range []string{"keep.tmp", ".codecell-dir.tmp"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("%s, the code's, was removed: %v", p, err)
+		}
 	}
 }
 
