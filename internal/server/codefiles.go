@@ -143,22 +143,24 @@ func (s *Server) appendToCodeFile(ctx context.Context, req *mcp.CallToolRequest,
 		return nil, CodeFileOutput{}, err
 	}
 	defer ws.Close()
-	cur, err := ws.Stat(p)
+	old, err := ws.ReadFile(p, maxCode)
 	if err != nil {
 		return nil, CodeFileOutput{}, s.wsError(ctx, ns, "path", err)
 	}
-	if cur.Size+int64(len(in.Content))+1 > maxCode {
-		return nil, CodeFileOutput{}, fieldError("content", "would make the file %d bytes; a code file is at most %d (1 MiB)", cur.Size+int64(len(in.Content)), maxCode)
+	// The file as Append will leave it, with the newline it adds.
+	code := string(old)
+	if code != "" && !strings.HasSuffix(code, "\n") {
+		code += "\n"
+	}
+	code += in.Content
+	if len(code) > maxCode {
+		return nil, CodeFileOutput{}, fieldError("content", "would make the file %d bytes; a code file is at most %d (1 MiB)", len(code), maxCode)
 	}
 	e, err := ws.Append(p, []byte(in.Content), true)
 	if err != nil {
 		return nil, CodeFileOutput{}, s.wsError(ctx, ns, "path", err)
 	}
-	code, err := ws.ReadFile(e.Path, maxCode+1)
-	if err != nil {
-		return nil, CodeFileOutput{}, s.wsError(ctx, ns, "path", err)
-	}
-	return s.codeFileResult(ctx, ns, "appended to", e, string(code), false)
+	return s.codeFileResult(ctx, ns, "appended to", e, code, false)
 }
 
 func (s *Server) readCodeFile(ctx context.Context, req *mcp.CallToolRequest, in ReadCodeFileInput) (*mcp.CallToolResult, CodeFileOutput, error) {

@@ -93,3 +93,35 @@ func TestCodeFileRefusals(t *testing.T) {
 		t.Fatalf("a refused append changed the file: %q", got)
 	}
 }
+
+// TestCodeFileAppendLimit: an append may fill a code file to exactly
+// maxCode bytes, the newline it adds counted only when it adds one.
+func TestCodeFileAppendLimit(t *testing.T) {
+	cs, dir := wsClient(t, &scriptExecutor{}, func(c *config.Config) { c.PII.Mode = "off" })
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		start string
+		grow  int // bytes of content that fill the file exactly
+		lines int
+	}{
+		{"x = 1", maxCode - len("x = 1\n"), 2},
+		{"x = 1\n", maxCode - len("x = 1\n"), 2},
+		{"", maxCode, 1},
+	} {
+		name := fmt.Sprintf("f%d.py", len(tt.start))
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(tt.start), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, text := callTool(t, cs, "append_to_code_file", map[string]any{"path": name, "content": strings.Repeat("#", tt.grow+1)})
+		if !res.IsError || !strings.Contains(text, fmt.Sprintf("would make the file %d bytes", maxCode+1)) {
+			t.Fatalf("%q: one byte too many: %v %.200q", tt.start, res.IsError, text)
+		}
+		var f CodeFileOutput
+		mustCall(t, cs, "append_to_code_file", map[string]any{"path": name, "content": strings.Repeat("#", tt.grow)}, &f)
+		if got, _ := os.ReadFile(filepath.Join(dir, name)); f.Size != maxCode || len(got) != maxCode || f.Lines != tt.lines {
+			t.Fatalf("%q: filled to %d bytes (%d on disk) in %d lines, want %d in %d", tt.start, f.Size, len(got), f.Lines, maxCode, tt.lines)
+		}
+	}
+}
