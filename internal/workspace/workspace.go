@@ -116,27 +116,6 @@ func causeOf(err error) error {
 // Close releases the workspace's directory.
 func (w *Workspace) Close() error { return w.root.Close() }
 
-// Resolve checks that name lies inside the workspace as the file system
-// stands now and returns it cleaned: it follows symbolic links (within the
-// workspace) along name, or along its longest existing prefix when name does
-// not exist yet. Operations check again as they go; Resolve is for callers
-// that want an early answer.
-func (w *Workspace) Resolve(name string) (string, error) {
-	clean, err := Clean(name)
-	if err != nil {
-		return "", &Error{Op: "resolve", Path: name, Err: err}
-	}
-	for p := clean; ; p = filepath.Dir(p) {
-		_, err := w.root.Stat(p)
-		if err == nil {
-			return clean, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) || p == "." {
-			return "", fail("resolve", name, err)
-		}
-	}
-}
-
 // Write replaces the content of the file name, or creates it with its
 // parent directories. The file is replaced atomically, keeping its
 // permissions; a symbolic link in its place is refused, not followed.
@@ -486,24 +465,6 @@ func (w *Workspace) Usage() (int64, error) {
 		return nil
 	})
 	return total, err
-}
-
-// Stat describes what name is, following symbolic links inside the
-// workspace.
-func (w *Workspace) Stat(name string) (Entry, error) {
-	clean, err := Clean(name)
-	if err != nil {
-		return Entry{}, &Error{Op: "stat", Path: name, Err: err}
-	}
-	fi, err := w.root.Stat(clean)
-	if err != nil {
-		return Entry{}, fail("stat", name, err)
-	}
-	e := Entry{Path: filepath.ToSlash(clean), ModTime: fi.ModTime(), IsDir: fi.IsDir()}
-	if !e.IsDir {
-		e.Size = fi.Size()
-	}
-	return e, nil
 }
 
 // removeStale removes the temporary files of writes that never finished:
