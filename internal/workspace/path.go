@@ -112,10 +112,7 @@ func fail(op, name string, err error) error {
 	if errors.As(err, &we) {
 		return err
 	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
+	err = causeOf(err)
 	var le *os.LinkError
 	if errors.As(err, &le) {
 		err = le.Err

@@ -264,7 +264,7 @@ func (w *Workspace) checkTarget(clean string, fi fs.FileInfo) error {
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		if _, err := w.root.Stat(clean); err != nil {
-			if esc := escapes(); esc != nil && errors.Is(causeOf(err), esc) {
+			if esc := escapes(); esc != nil && errors.Is(err, esc) {
 				return errViaLink
 			}
 		}
