@@ -65,14 +65,7 @@ func (w *Workspace) Read(name string, offset, limit int64) (*Chunk, error) {
 	more := offset+int64(n) < size
 	c.Data, c.Text = textPart(data, more)
 	c.More = offset+int64(len(c.Data)) < size
-
-	head := c.Data
-	if offset != 0 {
-		head = make([]byte, 512)
-		k, _ := f.ReadAt(head, 0)
-		head = head[:k]
-	}
-	c.MIMEType = mimeType(clean, head, c.Text)
+	c.MIMEType = mimeType(clean, c, f)
 	return c, nil
 }
 
@@ -99,13 +92,20 @@ func textPart(data []byte, more bool) ([]byte, bool) {
 }
 
 // mimeType is the type of a file: by its extension when it has a known one,
-// else sniffed from its first bytes.
-func mimeType(name string, head []byte, text bool) string {
+// else plain text for a text chunk, else sniffed from the file's first
+// bytes, which are read again only when the chunk does not start there.
+func mimeType(name string, c *Chunk, f io.ReaderAt) string {
 	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
 		return t
 	}
-	if text {
+	if c.Text {
 		return "text/plain; charset=utf-8"
+	}
+	head := c.Data
+	if c.Offset != 0 {
+		head = make([]byte, 512)
+		k, _ := f.ReadAt(head, 0)
+		head = head[:k]
 	}
 	return http.DetectContentType(head)
 }

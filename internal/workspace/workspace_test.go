@@ -304,6 +304,13 @@ func TestRead(t *testing.T) {
 	if c.Text || c.MIMEType != "image/png" || !bytes.Equal(c.Data, png) {
 		t.Errorf("png: %+v", c)
 	}
+	// A later page of a file without an extension is typed by the file's
+	// start, not by the page's.
+	c, err = f.ws.Read("img", 8, 0)
+	must(t, err)
+	if c.Text || c.MIMEType != "image/png" || !bytes.Equal(c.Data, png[8:]) {
+		t.Errorf("png from offset 8: %+v", c)
+	}
 	c, err = f.ws.Read("d.json", 0, 0)
 	must(t, err)
 	if !c.Text || c.MIMEType != "application/json" {
