@@ -11,16 +11,18 @@ import (
 	"syscall"
 )
 
-// Bounds on walks: entries one List returns, entries a List or Snapshot
-// looks at, and how many directories deep a walk goes (the sandbox's code
-// can make a tree of any shape, or swap a directory for a link to its
-// parent mid-walk). Writes go no deeper than a walk, so that Usage sees
-// every file they make.
+// Bounds on walks: entries one List returns, and how many directories deep
+// a walk goes (the sandbox's code can make a tree of any shape, or swap a
+// directory for a link to its parent mid-walk). Writes go no deeper than a
+// walk, so that Usage sees every file they make.
 const (
 	DefaultListLimit = 1000
-	maxVisit         = 100_000
 	maxDepth         = 128
 )
+
+// maxVisit bounds the entries a List or Snapshot looks at. It is a
+// variable so that a test can reach it without making 100,000 files.
+var maxVisit = 100_000
 
 // Listing is what List found.
 type Listing struct {

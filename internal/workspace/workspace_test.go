@@ -260,6 +260,9 @@ func TestQuota(t *testing.T) {
 	}
 	_, err = f.ws.Write("b", bytes.Repeat([]byte("b"), 10))
 	must(t, err)
+	if _, err := f.ws.Create("c", []byte("c")); !errors.As(err, &qe) {
+		t.Fatalf("create over quota: %v", err)
+	}
 	if used, _ := f.ws.Usage(); used != 100 {
 		t.Errorf("usage %d, want 100", used)
 	}
@@ -614,5 +617,147 @@ func TestOpen(t *testing.T) {
 		} else if strings.Contains(err.Error(), parent) {
 			t.Errorf("Open(%q): %q names the host path", bad, err)
 		}
+	}
+}
+
+// TestFIFO: a FIFO the code put in the workspace blocks no operation and is
+// never taken for a file.
+func TestFIFO(t *testing.T) {
+	f := newFixture(t, Options{Quota: 1 << 20})
+	must(t, syscall.Mkfifo(filepath.Join(f.dir, "fifo"), 0o644))
+	ops := []struct {
+		name string
+		op   func() error
+		want string
+	}{
+		{"read", func() error { _, err := f.ws.Read("fifo", 0, 0); return err }, "not a regular file"},
+		{"readall", func() error { _, err := f.ws.ReadFile("fifo", 10); return err }, "not a regular file"},
+		{"write", func() error { _, err := f.ws.Write("fifo", []byte("x")); return err }, "not a regular file"},
+		{"append", func() error { _, err := f.ws.Append("fifo", []byte("x"), true); return err }, "not a regular file"},
+		{"create", func() error { _, err := f.ws.Create("fifo", []byte("x")); return err }, "exists"},
+		{"list", func() error {
+			l, err := f.ws.List("", "fifo", 0)
+			if err == nil && (len(l.Entries) != 1 || l.Entries[0].IsDir || l.Entries[0].Symlink) {
+				err = fmt.Errorf("listed as %+v", l.Entries)
+			}
+			return err
+		}, ""},
+		{"snapshot", func() error {
+			if _, ok := f.ws.Snapshot().Size("fifo"); ok {
+				return errors.New("in the snapshot")
+			}
+			return nil
+		}, ""},
+		{"delete", func() error { return f.ws.Delete("fifo", false) }, ""},
+	}
+	for _, tt := range ops {
+		done := make(chan error, 1)
+		go func() { done <- tt.op() }()
+		select {
+		case err := <-done:
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("%s a FIFO: %v, want %q", tt.name, err, tt.want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s a FIFO blocked", tt.name)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(f.dir, "fifo")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the FIFO is still there after delete: %v", err)
+	}
+	if left := tempFiles(t, f.dir); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+func TestReadLimits(t *testing.T) {
+	f := newFixture(t, Options{})
+	_, err := f.ws.Write("big.txt", bytes.Repeat([]byte("x"), MaxReadLimit+10))
+	must(t, err)
+	for _, tt := range []struct{ limit, want int64 }{
+		{0, DefaultReadLimit},
+		{-1, DefaultReadLimit},
+		{10, 10},
+		{MaxReadLimit + 1, MaxReadLimit},
+	} {
+		c, err := f.ws.Read("big.txt", 0, tt.limit)
+		must(t, err)
+		if int64(len(c.Data)) != tt.want || !c.More || c.Size != MaxReadLimit+10 {
+			t.Errorf("Read with limit %d: %d bytes, more=%v size=%d; want %d", tt.limit, len(c.Data), c.More, c.Size, tt.want)
+		}
+	}
+	if _, err := f.ws.Read("big.txt", -1, 0); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Errorf("negative offset: %v", err)
+	}
+}
+
+// TestCreateRace: Create never replaces what appears at its path while it
+// writes, and leaves no temporary file.
+func TestCreateRace(t *testing.T) {
+	f := newFixture(t, Options{})
+	_, err := f.ws.put(modeCreate, "x.py", 3, func(tmp, _ *os.File) error {
+		if err := os.WriteFile(filepath.Join(f.dir, "x.py"), []byte("the code's"), 0o644); err != nil {
+			return err
+		}
+		_, err := tmp.Write([]byte("new"))
+		return err
+	})
+	if !errors.Is(err, ErrExist) {
+		t.Fatalf("create over a file that appeared: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(f.dir, "x.py")); string(got) != "the code's" {
+		t.Fatalf("the file that appeared now holds %q", got)
+	}
+	if left := tempFiles(t, f.dir); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// TestDeleteKeepsLinkTargets: deleting a directory recursively removes the
+// links in it, never what they point to, inside or out.
+func TestDeleteKeepsLinkTargets(t *testing.T) {
+	f := newFixture(t, Options{})
+	_, err := f.ws.Write("keep/inner.txt", []byte("x"))
+	must(t, err)
+	_, err = f.ws.Write("tree/sub/f.txt", []byte("x"))
+	must(t, err)
+	must(t, os.Symlink("../../outside", filepath.Join(f.dir, "tree", "out")))
+	must(t, os.Symlink(f.outside, filepath.Join(f.dir, "tree", "sub", "abs")))
+	must(t, os.Symlink("../keep", filepath.Join(f.dir, "tree", "in")))
+	must(t, f.ws.Delete("tree", true))
+	if _, err := os.Lstat(filepath.Join(f.dir, "tree")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("tree is still there: %v", err)
+	}
+	for _, p := range []string{filepath.Join(f.outside, "secret.txt"), filepath.Join(f.dir, "keep", "inner.txt")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("a link's target went with it: %v", err)
+		}
+	}
+}
+
+// TestVisitBound: List and Snapshot stop after maxVisit entries and say so.
+func TestVisitBound(t *testing.T) {
+	f := newFixture(t, Options{})
+	for i := range 10 {
+		_, err := f.ws.Write(fmt.Sprintf("d/f%d", i), nil)
+		must(t, err)
+	}
+	defer func(v int) { maxVisit = v }(maxVisit)
+	maxVisit = 5
+	l, err := f.ws.List("d", "", 0)
+	must(t, err)
+	if len(l.Entries) != 5 || !l.Truncated {
+		t.Errorf("list: %d entries, truncated=%v; want 5, true", len(l.Entries), l.Truncated)
+	}
+	// Entries that do not match count too: the bound is on the walk.
+	if l, err := f.ws.List("d", "nothing", 0); err != nil || len(l.Entries) != 0 || !l.Truncated {
+		t.Errorf("list matching nothing: %+v %v; want truncated", l, err)
+	}
+	if s := f.ws.Snapshot(); !s.Truncated || len(s.files) > 5 {
+		t.Errorf("snapshot: %d files, truncated=%v", len(s.files), s.Truncated)
+	}
+	maxVisit = 100
+	if l, _ := f.ws.List("d", "", 0); l.Truncated || len(l.Entries) != 10 {
+		t.Errorf("under the bound: %d entries, truncated=%v", len(l.Entries), l.Truncated)
 	}
 }
