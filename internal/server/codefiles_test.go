@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,6 +60,12 @@ func TestCodeFileRefusals(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "out.py")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "big.py"), []byte(strings.Repeat("#", maxCode+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.py"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		tool string
 		args map[string]any
@@ -80,6 +87,12 @@ func TestCodeFileRefusals(t *testing.T) {
 		{"execute_code_file", map[string]any{"path": "a.py", "args": make([]string, maxArgs+1)}, "invalid argument args"},
 		{"execute_code_file", map[string]any{"path": "a.py", "args": []string{strings.Repeat("x", maxArgBytes+1)}}, "invalid argument args"},
 		{"execute_code_file", map[string]any{"path": "a.py", "args": []string{"a\x00b"}}, "NUL"},
+		{"execute_code_file", map[string]any{"path": "a.py", "args": []string{strings.Repeat("x", maxArgBytes/2), strings.Repeat("y", maxArgBytes/2+1)}}, "bytes together"},
+		{"read_code_file", map[string]any{"path": "big.py"}, "the limit is 1048576"},
+		{"execute_code_file", map[string]any{"path": "big.py"}, "the limit is 1048576"},
+		{"read_code_file", map[string]any{"path": "fifo.py"}, "not a regular file"},
+		{"execute_code_file", map[string]any{"path": "out.py"}, "invalid argument path"},
+		{"read_code_file", map[string]any{"path": "a\x00.py"}, "invalid argument path"},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.tool, len(fmt.Sprint(tt.args)), tt.want), func(t *testing.T) {
@@ -123,5 +136,44 @@ func TestCodeFileAppendLimit(t *testing.T) {
 		if got, _ := os.ReadFile(filepath.Join(dir, name)); f.Size != maxCode || len(got) != maxCode || f.Lines != tt.lines {
 			t.Fatalf("%q: filled to %d bytes (%d on disk) in %d lines, want %d in %d", tt.start, f.Size, len(got), f.Lines, maxCode, tt.lines)
 		}
+	}
+}
+
+// TestCodeFileLimitsAccepted: execute_code_file takes args up to both
+// limits, and a code file of exactly maxCode bytes.
+func TestCodeFileLimitsAccepted(t *testing.T) {
+	ex := &scriptExecutor{}
+	cs, dir := wsClient(t, ex, func(c *config.Config) { c.PII.Mode = "off" })
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code := "x = 1\n" + strings.Repeat("#", maxCode-len("x = 1\n"))
+	if err := os.WriteFile(filepath.Join(dir, "max.py"), []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := make([]string, maxArgs)
+	args[0] = strings.Repeat("a", maxArgBytes)
+	mustCall(t, cs, "execute_code_file", map[string]any{"path": "max.py", "args": args}, nil)
+	if req := ex.last(); len(req.Code) != maxCode || !slices.Equal(req.Args, args) {
+		t.Fatalf("ran %d bytes of code with %d args", len(req.Code), len(req.Args))
+	}
+}
+
+// TestNewCodeFileNumbers: initialize_code_file without a filename takes
+// the number after the highest cell directly in code/.
+func TestNewCodeFileNumbers(t *testing.T) {
+	cs, dir := wsClient(t, &scriptExecutor{}, func(c *config.Config) { c.PII.Mode = "off" })
+	for _, p := range []string{"code/cell_7.py", "code/cell_x.py", "code/sub/cell_99.py", "code/cell_12.txt"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var f CodeFileOutput
+	mustCall(t, cs, "initialize_code_file", map[string]any{"content": "x = 1"}, &f)
+	if f.Path != "code/cell_8.py" {
+		t.Fatalf("new code file %q, want code/cell_8.py", f.Path)
 	}
 }

@@ -18,7 +18,10 @@ import (
 )
 
 // maxWrite bounds the content of one write_workspace_file call, after
-// base64 decoding; the workspace's quota bounds the total.
+// base64 decoding; the workspace's quota bounds the total. The SDK's
+// transports as codecell configures them refuse a larger call first (a
+// frame over 16 MiB on stdio, a body over 4 MiB over HTTP); this holds for
+// any transport that takes more.
 const maxWrite = 16 << 20
 
 // WriteWorkspaceFileInput is the input of write_workspace_file.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/workspace"
 )
 
 // scriptExecutor stands in for the sandbox: it records each request and
@@ -194,6 +196,13 @@ func TestWorkspaceToolRefusals(t *testing.T) {
 		{"read_workspace_file", map[string]any{"path": "passwd"}, []string{"invalid argument path", "symbolic link"}},
 		{"read_workspace_file", map[string]any{"path": "etc/passwd"}, []string{"invalid argument path", "symbolic link"}},
 		{"read_workspace_file", map[string]any{"path": ""}, []string{"invalid argument path", "empty"}},
+		{"read_workspace_file", map[string]any{"path": "a\x00.txt"}, []string{"invalid argument path", "NUL"}},
+		{"write_workspace_file", map[string]any{"path": "a\x00.txt", "content": "x"}, []string{"invalid argument path", "NUL"}},
+		{"write_workspace_file", map[string]any{"path": "/tmp/x", "content": "x"}, []string{"invalid argument path", "absolute"}},
+		{"write_workspace_file", map[string]any{"path": "../x", "content": "x"}, []string{"invalid argument path", "leaves the workspace"}},
+		{"write_workspace_file", map[string]any{"path": "passwd", "content": "x"}, []string{"invalid argument path", "symbolic link"}},
+		{"delete_workspace_file", map[string]any{"path": "../x"}, []string{"invalid argument path", "leaves the workspace"}},
+		{"list_workspace_files", map[string]any{"path": "/etc"}, []string{"invalid argument path", "absolute"}},
 		{"read_workspace_file", map[string]any{"path": "missing"}, []string{"no such file"}},
 		{"read_workspace_file", map[string]any{"path": "a.txt", "offset": -1}, []string{"invalid argument offset"}},
 		{"read_workspace_file", map[string]any{"path": "a.txt", "limit": 2 << 20}, []string{"invalid argument limit"}},
@@ -305,5 +314,48 @@ func TestExecuteCodeReportsFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWorkspaceToolLimits: a write is at most maxWrite bytes, after base64
+// decoding; a listing at most DefaultListLimit entries.
+func TestWorkspaceToolLimits(t *testing.T) {
+	cfg := config.Default()
+	cfg.PII.Mode = "off"
+	s, err := New(Options{Config: cfg, Executor: &scriptExecutor{}, DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := s.Workspace(DefaultNamespace)
+	// The handler is called directly: the SDK's stdio and in-memory
+	// transports refuse a frame over 16 MiB before any tool sees it, and
+	// close the connection.
+	big := strings.Repeat("x", maxWrite+1)
+	for _, in := range []WriteWorkspaceFileInput{
+		{Path: "big", Content: big},
+		{Path: "big", Content: base64.StdEncoding.EncodeToString([]byte(big)), Encoding: "base64"},
+	} {
+		_, _, err := s.writeWorkspaceFile(context.Background(), nil, in)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "content" || !strings.Contains(err.Error(), fmt.Sprint("the limit is ", maxWrite)) {
+			t.Fatalf("%s write of %d bytes: %v", in.Encoding, len(big), err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "big")); err == nil {
+		t.Fatal("a refused write left a file")
+	}
+	if _, _, err := s.writeWorkspaceFile(context.Background(), nil, WriteWorkspaceFileInput{Path: "max", Content: big[:maxWrite]}); err != nil {
+		t.Fatalf("a write of exactly %d bytes: %v", maxWrite, err)
+	}
+
+	for i := range workspace.DefaultListLimit + 1 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%04d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var l ListWorkspaceFilesOutput
+	text := mustCall(t, connectClient(t, s), "list_workspace_files", map[string]any{"pattern": "f*"}, &l)
+	if len(l.Files) != workspace.DefaultListLimit || !l.Truncated || !strings.HasSuffix(text, fmt.Sprintf("[truncated at %d entries]\n", workspace.DefaultListLimit)) {
+		t.Fatalf("%d files, truncated=%v, text ends %q", len(l.Files), l.Truncated, text[max(0, len(text)-60):])
 	}
 }
