@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -12,8 +14,9 @@ import (
 
 // TestWorkspaceAndCodeFilesE2E: the workspace tools and sandboxed code see
 // one workspace, under production isolation (as root the code runs as
-// nobody, so what the host writes must be the sandbox user's), and a link
-// the code makes to a host file cannot be read through the tools.
+// nobody, so what the host writes must be the sandbox user's); a link the
+// code makes to a host file cannot be read or listed through the tools, and
+// a FIFO it makes blocks none of them.
 func TestWorkspaceAndCodeFilesE2E(t *testing.T) {
 	requireProduction(t)
 	cs := connectStdio(t, testConfig)
@@ -92,5 +95,38 @@ os.symlink("../../../../../../etc/passwd", "rel")
 	res, text = callToolInto(t, cs, "read_code_file", map[string]any{"path": "pw"}, nil)
 	if !res.IsError || strings.Contains(text, "root:") {
 		t.Errorf("read_code_file through a link out: %q", text)
+	}
+
+	// A listing shows the links and does not follow them.
+	var l server.ListWorkspaceFilesOutput
+	mustOK(callToolInto(t, cs, "list_workspace_files", nil, &l))
+	listed := map[string]bool{}
+	for _, e := range l.Files {
+		if strings.HasPrefix(e.Path, "etc/") {
+			t.Fatalf("listed %q through the link to /etc", e.Path)
+		}
+		if e.Symlink {
+			listed[e.Path] = true
+		}
+	}
+	if len(listed) != 3 || !listed["pw"] || !listed["etc"] || !listed["rel"] {
+		t.Errorf("links listed: %v", listed)
+	}
+
+	// A FIFO the code makes blocks no tool.
+	if _, out = call(t, cs, map[string]any{"code": `import os; os.mkfifo("pipe")`}); !out.OK {
+		t.Fatalf("mkfifo: %+v", out)
+	}
+	for tool, args := range map[string]map[string]any{
+		"read_workspace_file": {"path": "pipe"},
+		"read_code_file":      {"path": "pipe"},
+		"append_to_code_file": {"path": "pipe", "content": "x"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		cancel()
+		if err != nil || !res.IsError || !strings.Contains(textOf(res), "not a regular file") {
+			t.Errorf("%s on a FIFO: %v %q", tool, err, textOf(res))
+		}
 	}
 }
