@@ -15,6 +15,10 @@ const (
 // sandboxUID is the unprivileged user the code runs as inside the sandbox.
 const sandboxUID = 65534
 
+// UID is the host uid and gid a root-run codecell's sandboxes run as (see
+// HostUser), for files made for the code to own.
+const UID = sandboxUID
+
 // minimalEnv is the whole environment bubblewrap and runsc are started with,
 // so nothing of codecell's own environment (tokens, keys) reaches a sandbox,
 // not even through /proc/1/environ.

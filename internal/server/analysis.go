@@ -99,7 +99,7 @@ func (s *Server) executeAnalysis(ctx context.Context, req *mcp.CallToolRequest, 
 			text, err = s.privacy.text(ctx, namespaceOf(req), text)
 		}
 		if err != nil {
-			return nil, ExecuteAnalysisOutput{}, fmt.Errorf("tokenize personal data: %w", err)
+			return nil, ExecuteAnalysisOutput{}, err
 		}
 	}
 	s.log.Info("analysis", "namespace", namespaceOf(req), "analysis_type", in.AnalysisType,

@@ -199,14 +199,14 @@ func (s *Server) loadCodeFile(ctx context.Context, ns, name string) (workspace.E
 func (s *Server) codeFileResult(ctx context.Context, ns, verb string, e workspace.Entry, code string, withContent bool) (*mcp.CallToolResult, CodeFileOutput, error) {
 	shown, err := s.privacy.text(ctx, ns, e.Path)
 	if err != nil {
-		return nil, CodeFileOutput{}, fmt.Errorf("tokenize personal data: %w", err)
+		return nil, CodeFileOutput{}, err
 	}
 	out := CodeFileOutput{Path: shown, Size: e.Size, Lines: lineCount(code)}
 	if !withContent {
 		return textResult(fmt.Sprintf("%s %s (%d lines)\n", verb, out.Path, out.Lines)), out, nil
 	}
 	if out.Content, err = s.privacy.text(ctx, ns, code); err != nil {
-		return nil, CodeFileOutput{}, fmt.Errorf("tokenize personal data: %w", err)
+		return nil, CodeFileOutput{}, err
 	}
 	text := out.Content
 	if text != "" && !strings.HasSuffix(text, "\n") {

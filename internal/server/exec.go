@@ -137,7 +137,7 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	// Personal data the code printed or returned reaches the model only as
 	// tokens; the bytes returned are counted after that.
 	if err := s.privacy.output(ctx, j.Namespace, &out); err != nil {
-		return nil, ExecuteCodeOutput{}, fmt.Errorf("tokenize personal data: %w", err)
+		return nil, ExecuteCodeOutput{}, err
 	}
 	out.ContextSavings.ReturnedBytes = returnedBytes(out)
 	content, err := watch.report(ctx, &out, render(out)) // out.Files, and their links

@@ -67,8 +67,11 @@ func (p *privacy) text(ctx context.Context, ns, s string) (string, error) {
 		return s, nil
 	}
 	out, counts, err := p.det.Tokenize(s, p.vault(ctx, ns))
+	if err != nil {
+		return "", fmt.Errorf("tokenize personal data: %w", err)
+	}
 	p.metrics.PIITokens(counts)
-	return out, err
+	return out, nil
 }
 
 // value tokenizes every string in a JSON value that goes to the model.

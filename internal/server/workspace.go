@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codecell/codecell/internal/pii"
+	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/workspace"
 )
 
@@ -106,10 +107,6 @@ func (s *Server) addWorkspaceTools() {
 	}, s.deleteWorkspaceFile)
 }
 
-// sandboxUser is the host uid and gid of a root-run codecell's sandboxes
-// (nobody; sandbox.Manager.HostUser).
-const sandboxUser = 65534
-
 // hostUser is what an Executor that maps its sandbox's user to a host user
 // says about it; *sandbox.Manager does.
 type hostUser interface{ HostUser() string }
@@ -120,7 +117,7 @@ type hostUser interface{ HostUser() string }
 func (s *Server) openWorkspace(ns string) (*workspace.Workspace, error) {
 	opts := workspace.Options{Quota: s.cfg.Sandbox.WorkspaceQuota}
 	if h, ok := s.exec.(hostUser); ok && h.HostUser() == "nobody" {
-		opts.Owner = sandboxUser
+		opts.Owner = sandbox.UID
 	}
 	return workspace.Open(s.Workspace(ns), opts)
 }
@@ -143,7 +140,7 @@ func (s *Server) pathArg(ctx context.Context, ns, p string) (string, error) {
 func (s *Server) wsError(ctx context.Context, ns, field string, err error) error {
 	msg, terr := s.privacy.text(ctx, ns, err.Error())
 	if terr != nil {
-		return fmt.Errorf("tokenize personal data: %w", terr)
+		return terr
 	}
 	if errors.Is(err, workspace.ErrInvalidPath) || errors.Is(err, workspace.ErrOutside) {
 		return fieldError(field, "%s", msg)
@@ -216,13 +213,13 @@ func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.CallToolRequest
 		out.NextOffset = c.Offset + out.Length
 	}
 	if out.Path, err = s.privacy.text(ctx, ns, c.Path); err != nil {
-		return nil, ReadWorkspaceFileOutput{}, fmt.Errorf("tokenize personal data: %w", err)
+		return nil, ReadWorkspaceFileOutput{}, err
 	}
 	if c.Text {
 		// The file's text reaches the model with its personal data as
 		// tokens, as execute_code's output does (SPEC §7).
 		if out.Content, err = s.privacy.text(ctx, ns, string(c.Data)); err != nil {
-			return nil, ReadWorkspaceFileOutput{}, fmt.Errorf("tokenize personal data: %w", err)
+			return nil, ReadWorkspaceFileOutput{}, err
 		}
 	} else {
 		out.Encoding, out.Content = "base64", base64.StdEncoding.EncodeToString(c.Data)
@@ -306,7 +303,7 @@ func (s *Server) deleteWorkspaceFile(ctx context.Context, req *mcp.CallToolReque
 	clean, _ := workspace.Clean(p)
 	shown, err := s.privacy.text(ctx, ns, clean)
 	if err != nil {
-		return nil, DeleteWorkspaceFileOutput{}, fmt.Errorf("tokenize personal data: %w", err)
+		return nil, DeleteWorkspaceFileOutput{}, err
 	}
 	return textResult("deleted " + shown + "\n"), DeleteWorkspaceFileOutput{Deleted: shown}, nil
 }
@@ -315,7 +312,7 @@ func (s *Server) deleteWorkspaceFile(ctx context.Context, req *mcp.CallToolReque
 func (s *Server) shownEntry(ctx context.Context, ns string, e workspace.Entry) (WorkspaceEntry, error) {
 	p, err := s.privacy.text(ctx, ns, e.Path)
 	if err != nil {
-		return WorkspaceEntry{}, fmt.Errorf("tokenize personal data: %w", err)
+		return WorkspaceEntry{}, err
 	}
 	return WorkspaceEntry{Path: p, Size: e.Size, ModTime: e.ModTime.UTC().Format(time.RFC3339), IsDir: e.IsDir, Symlink: e.Symlink}, nil
 }
@@ -378,7 +375,7 @@ func (w *fileWatch) report(ctx context.Context, out *ExecuteCodeOutput, text str
 	for _, p := range changed {
 		shown, err := w.s.privacy.text(ctx, w.ns, p)
 		if err != nil {
-			return nil, fmt.Errorf("tokenize personal data: %w", err)
+			return nil, err
 		}
 		out.Files = append(out.Files, shown)
 		link := &mcp.ResourceLink{URI: fileURI(shown), Name: shown, MIMEType: mime.TypeByExtension(path.Ext(p))}
