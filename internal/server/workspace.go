@@ -389,8 +389,14 @@ func (w *fileWatch) report(ctx context.Context, out *ExecuteCodeOutput, text str
 		if out.FilesOmitted > 0 {
 			line += fmt.Sprintf(" and %d more", out.FilesOmitted)
 		}
-		content[0] = &mcp.TextContent{Text: text + line + "\n"}
+		text += line + "\n"
 	}
+	if w.before.Truncated || after.Truncated {
+		// Past the walk's bound, changes go unseen: say so rather than
+		// let files read as complete.
+		text += "[files] the workspace has too many entries to track every change; files may be incomplete\n"
+	}
+	content[0] = &mcp.TextContent{Text: text}
 	return content, nil
 }
 

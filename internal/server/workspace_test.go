@@ -359,3 +359,24 @@ func TestWorkspaceToolLimits(t *testing.T) {
 		t.Fatalf("%d files, truncated=%v, text ends %q", len(l.Files), l.Truncated, text[max(0, len(text)-60):])
 	}
 }
+
+// TestFilesIncompleteSaid: past the snapshot walk's bound, the result says
+// its files may be incomplete instead of passing them for the whole list.
+func TestFilesIncompleteSaid(t *testing.T) {
+	s, err := New(Options{Config: config.Default(), Executor: &scriptExecutor{}, DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, truncated := range []bool{false, true} {
+		w := &fileWatch{s: s, ns: DefaultNamespace, ok: true, before: workspace.Snapshot{Truncated: truncated}}
+		var out ExecuteCodeOutput
+		content, err := w.report(context.Background(), &out, "ran\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := content[0].(*mcp.TextContent).Text
+		if said := strings.Contains(text, "may be incomplete"); said != truncated {
+			t.Errorf("truncated %v: %q", truncated, text)
+		}
+	}
+}
