@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/httpapi"
 	"github.com/codecell/codecell/internal/server"
 )
@@ -19,6 +21,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	addr := fs.String("http", "", "serve Streamable HTTP at ADDR (e.g. 127.0.0.1:8080) instead of stdio")
 	insecure := fs.Bool("insecure-no-auth", false, "allow a non-loopback --http address without http.tokens")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to FILE (for performance work)")
+	toolsets := fs.String("toolsets", "", "comma-separated toolsets to list, or all (overrides the config's toolsets)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,7 +47,17 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 				"set http.tokens in the config, listen on 127.0.0.1, or pass --insecure-no-auth if the network is trusted", *addr)
 		}
 	}
-	a, err := g.newApp(ctx, nil)
+	a, err := g.newApp(ctx, func(cfg *config.Config) error {
+		if *toolsets == "" {
+			return nil
+		}
+		sets, err := config.ParseToolsets(strings.Split(*toolsets, ","))
+		if err != nil {
+			return fmt.Errorf("--toolsets: %w", err)
+		}
+		cfg.Toolsets = sets
+		return nil
+	})
 	if err != nil {
 		return err
 	}

@@ -7,22 +7,32 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// addTool registers a tool as mcp.AddTool does, with a lean output schema:
-// the shape of the structured result, without the field descriptions.
+// addTool registers a tool as mcp.AddTool does, with schemas every MCP
+// client accepts (see portable) and a lean output schema: the shape of the
+// structured result, without the field descriptions.
 //
-// Why: hosts load every tool definition into the model's context before
+// Why lean: hosts load every tool definition into the model's context before
 // any task, and codecell's worth is measured in context saved (SPEC §10).
 // The input schema is what the model needs to call a tool, so its fields
 // keep their descriptions; the output schema is for the host to check the
 // structured result, and the result's fields are named plainly. The Go
 // types keep their jsonschema tags, as the documentation of the output.
 func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+	if t.InputSchema == nil {
+		schema, err := jsonschema.For[In](nil)
+		if err != nil {
+			panic(fmt.Sprintf("input schema of %s: %v", t.Name, err)) // a programming error, caught by every test
+		}
+		portable(schema, false)
+		t.InputSchema = schema
+	}
 	if t.OutputSchema == nil {
 		schema, err := jsonschema.For[Out](nil)
 		if err != nil {
-			panic(fmt.Sprintf("output schema of %s: %v", t.Name, err)) // a programming error, caught by every test
+			panic(fmt.Sprintf("output schema of %s: %v", t.Name, err))
 		}
 		stripDescriptions(schema)
+		portable(schema, true)
 		t.OutputSchema = schema
 	}
 	mcp.AddTool(s, t, h)
@@ -37,18 +47,131 @@ func stripDescriptions(s *jsonschema.Schema) {
 
 // stripAll removes every description in a schema.
 func stripAll(s *jsonschema.Schema) {
+	eachSubschema(s, func(sub *jsonschema.Schema, _ bool) { stripAll(sub) })
+	if s != nil {
+		s.Description = ""
+	}
+}
+
+// eachSubschema calls f with every direct subschema of s; booleanValued says
+// whether the keyword also allows a bare true or false (additionalProperties
+// and its kin), where an empty schema is portable as it is.
+func eachSubschema(s *jsonschema.Schema, f func(sub *jsonschema.Schema, booleanValued bool)) {
 	if s == nil {
 		return
 	}
-	s.Description = ""
-	for _, group := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf, s.AllOf, s.PrefixItems, {s.Items, s.AdditionalProperties}} {
+	for _, group := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf, s.AllOf, s.PrefixItems, s.ItemsArray,
+		{s.Items, s.Contains, s.Not, s.PropertyNames, s.If, s.Then, s.Else, s.ContentSchema}} {
 		for _, sub := range group {
-			stripAll(sub)
+			if sub != nil {
+				f(sub, false)
+			}
 		}
 	}
-	for _, m := range []map[string]*jsonschema.Schema{s.Properties, s.Defs, s.Definitions} {
+	for _, sub := range []*jsonschema.Schema{s.AdditionalProperties, s.UnevaluatedProperties, s.AdditionalItems, s.UnevaluatedItems} {
+		if sub != nil {
+			f(sub, true)
+		}
+	}
+	for _, m := range []map[string]*jsonschema.Schema{s.Properties, s.PatternProperties, s.Defs, s.Definitions, s.DependentSchemas} {
 		for _, sub := range m {
-			stripAll(sub)
+			if sub != nil {
+				f(sub, false)
+			}
 		}
 	}
+}
+
+// portable rewrites a schema inferred from Go types into the subset every
+// MCP client accepts: the TypeScript SDK (what most hosts are built on)
+// refuses a tool list with a bare `true` where a schema object belongs, and
+// clients that map tool schemas onto a single-type dialect (Gemini's
+// OpenAPI subset) refuse `"type": [...]`. So:
+//
+//   - a schema that says nothing (an `any` field, which jsonschema-go writes
+//     as `true`) becomes an anyOf of every JSON type;
+//   - a type list (`["null", "array"]`, a Go slice or pointer) becomes its one
+//     non-null type in an input schema (the field is optional: a caller
+//     omits it rather than sending null), and in an output schema, where the
+//     value may really be null, an anyOf of single-type branches (a Go map
+//     is nullable there too: a nil map encodes as null).
+func portable(s *jsonschema.Schema, output bool) {
+	eachSubschema(s, func(sub *jsonschema.Schema, booleanValued bool) {
+		if booleanValued && isUnconstrained(sub) {
+			return // marshals as `true`, which these keywords allow
+		}
+		portable(sub, output)
+	})
+	if output && s.Type == "object" && s.Properties == nil && s.AdditionalProperties != nil {
+		// A Go map, which encodes as null when nil.
+		s.Types, s.Type = []string{"null", "object"}, ""
+	}
+	if len(s.Types) > 0 {
+		splitTypes(s, output)
+	}
+	if isUnconstrained(s) {
+		s.AnyOf = anyJSON()
+	}
+}
+
+// splitTypes replaces s.Types by a single type or an anyOf of single types.
+func splitTypes(s *jsonschema.Schema, output bool) {
+	var types []string
+	nullable := false
+	for _, t := range s.Types {
+		if t == "null" {
+			nullable = true
+			continue
+		}
+		types = append(types, t)
+	}
+	s.Types = nil
+	if !output {
+		nullable = false
+	}
+	if len(types) == 1 && !nullable {
+		s.Type = types[0]
+		return
+	}
+	// Each branch keeps the constraints (items, properties, ...) of the
+	// original; the keywords of other types are ignored by a validator.
+	branch := *s
+	branch.Description, branch.Title, branch.Default, branch.Examples = "", "", nil, nil
+	*s = jsonschema.Schema{Description: s.Description, Title: s.Title, Default: s.Default, Examples: s.Examples}
+	for _, t := range types {
+		b := branch
+		b.Type = t
+		s.AnyOf = append(s.AnyOf, &b)
+	}
+	if nullable {
+		s.AnyOf = append(s.AnyOf, &jsonschema.Schema{Type: "null"})
+	}
+}
+
+// anyJSON is a schema for any JSON value, written without a bare `true`.
+func anyJSON() []*jsonschema.Schema {
+	var out []*jsonschema.Schema
+	for _, t := range []string{"string", "number", "boolean", "object", "array", "null"} {
+		out = append(out, &jsonschema.Schema{Type: t})
+	}
+	return out
+}
+
+// isUnconstrained reports whether s accepts every value: it has no keyword
+// that constrains an instance, only annotations such as a description.
+func isUnconstrained(s *jsonschema.Schema) bool {
+	bare := jsonschema.Schema{}
+	c := *s
+	c.Title, c.Description, c.Default, c.Examples, c.Comment, c.Deprecated, c.ReadOnly, c.WriteOnly, c.PropertyOrder =
+		"", "", nil, nil, "", false, false, false, nil
+	// If alone does not constrain; with Then or Else it does.
+	if c.Then == nil && c.Else == nil {
+		c.If = nil
+	}
+	raw, err := c.MarshalJSON()
+	if err != nil {
+		return false
+	}
+	want, _ := bare.MarshalJSON()
+	return string(raw) == string(want)
 }

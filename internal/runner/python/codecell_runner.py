@@ -231,14 +231,17 @@ def run_cell(code, glb, filename=CELL):
         last = ast.Expression(tree.body.pop().value)
     before = glb.get("result", _MISSING)
     exec(compile(tree, filename, "exec"), glb)
+    # The last expression always runs (it may be a print), even when result
+    # is what the cell returns.
+    has, value = False, None
+    if last is not None:
+        has, value = True, eval(compile(last, filename, "eval"), glb)
     # Only a session's cell that leaves an earlier result untouched needs
     # the walk: fresh globals have no earlier result.
     if "result" in glb and (glb["result"] is not before or assigns_result(tree)
                             or (last is not None and assigns_result(last))):
         return True, glb["result"]
-    if last is not None:
-        return True, eval(compile(last, filename, "eval"), glb)
-    return False, None
+    return has, value
 
 
 def new_globals():
