@@ -6,9 +6,9 @@ ADDR    ?= 127.0.0.1:8080
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BIN     := bin/codecell
 # Debian packages the sandbox needs: bubblewrap (production), runsc (gVisor,
-# hardened), Python; Node and npm run the real upstream MCP servers of the
+# hardened), Python and matplotlib (figures come back as images); Node and npm run the real upstream MCP servers of the
 # tests (installed only when missing: a machine's own Node is kept).
-DEBS    := bubblewrap runsc python3 python3-venv python3-pip
+DEBS    := bubblewrap runsc python3 python3-venv python3-pip python3-matplotlib
 NPM_DIR := testdata/npm
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -271,12 +271,14 @@ end = time.perf_counter()
 print(json.dumps({"servers_ms": (mid - start) * 1e3, "big_ms": (end - mid) * 1e3, "exports": len(servers.big.__all__)}))
 `
 
-// TestImportTime measures importing a server of 100 tools: from source
-// alone (the generated tree may be read-only, so no bytecode cache) and
-// with a warm cache.
+// TestImportTime imports a server of 100 tools: from source alone (the
+// generated tree may be read-only, so no bytecode cache) and with a warm
+// cache. It logs the times (about 50 ms cold on a quiet machine) and
+// asserts none: a loaded CI machine is several times slower, and what a
+// wall-clock bound there would test is the machine.
 func TestImportTime(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a timing test: it runs python nine times")
+		t.Skip("runs python nine times")
 	}
 	needPython(t)
 	files, err := Generate(map[string][]catalog.Tool{"big": bigServer(100)})
@@ -308,14 +310,7 @@ func TestImportTime(t *testing.T) {
 	warm := measure()
 	t.Logf("import servers: %.1f ms; import servers.big (100 tools): %.1f ms without bytecode cache, %.1f ms with it",
 		cold.ServersMS, cold.BigMS, warm.BigMS)
-	if cold.Exports != 200 {
-		t.Errorf("servers.big exports %d names, want 200", cold.Exports)
-	}
-	// The target is about 50 ms; the bound leaves room for slow CI hosts.
-	if cold.BigMS > 250 {
-		t.Errorf("importing a server of 100 tools took %.0f ms without bytecode cache, want well under 250 ms", cold.BigMS)
-	}
-	if cold.ServersMS > 20 {
-		t.Errorf("import servers took %.1f ms, want under 20 ms", cold.ServersMS)
+	if cold.Exports != 200 || warm.Exports != 200 {
+		t.Errorf("servers.big exports %d names (%d with the cache), want 200", cold.Exports, warm.Exports)
 	}
 }

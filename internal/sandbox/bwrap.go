@@ -53,6 +53,7 @@ type bwrapSpec struct {
 var etcFiles = []string{
 	"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/certs",
 	"/etc/ca-certificates.conf", "/etc/mime.types", "/etc/python3", "/etc/python3.11",
+	"/etc/matplotlibrc", "/etc/fonts", // matplotlib's defaults (Debian keeps them in /etc) and fontconfig's
 }
 
 // bwrapArgs builds the bubblewrap command line of a production sandbox. It is

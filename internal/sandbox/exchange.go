@@ -295,6 +295,7 @@ func (x *exchange) finish(res *Result, exit exitInfo, lim Limits) {
 		res.OK = x.result.OK
 		res.Error = x.result.Error
 		res.Result = x.result.value()
+		res.Images, res.ImagesDropped = x.result.images()
 		if !res.OK && res.Error == nil {
 			res.Error = failure(ErrSandbox, "the runner reported a failure without an error")
 		}

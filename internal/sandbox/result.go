@@ -75,14 +75,19 @@ func (e *CallError) Error() string { return e.Kind + ": " + e.Message }
 // Result is the outcome of one execution. Failures of the code, limits and
 // sandbox faults are all Results with OK false; Exec itself never fails.
 type Result struct {
-	OK        bool          `json:"ok"`
-	Stdout    string        `json:"stdout"`
-	Stderr    string        `json:"stderr"`
-	Truncated Truncated     `json:"truncated"`
-	Result    any           `json:"result"`
-	Error     *ExecError    `json:"error"`
-	Duration  time.Duration `json:"-"`
-	Isolation Level         `json:"isolation"`
+	OK        bool       `json:"ok"`
+	Stdout    string     `json:"stdout"`
+	Stderr    string     `json:"stderr"`
+	Truncated Truncated  `json:"truncated"`
+	Result    any        `json:"result"`
+	Error     *ExecError `json:"error"`
+	// Images are what the code showed: display_image calls, matplotlib
+	// figures left open, an Image result. ImagesDropped describes those
+	// past the runner's bounds.
+	Images        []Image       `json:"images,omitempty"`
+	ImagesDropped []string      `json:"images_dropped,omitempty"`
+	Duration      time.Duration `json:"-"`
+	Isolation     Level         `json:"isolation"`
 }
 
 // Truncated says which output streams were cut at the output limit.
@@ -132,6 +137,12 @@ func (c *capture) text() string {
 	return s + fmt.Sprintf("\n[codecell: output truncated, %d more bytes dropped]", c.dropped)
 }
 
+// Image is an image the code showed.
+type Image struct {
+	MIMEType string `json:"mime_type"`
+	Data     []byte `json:"data"` // base64 in the frame
+}
+
 // resultFrame is the runner's "result" frame.
 type resultFrame struct {
 	OK     bool       `json:"ok"`
@@ -140,6 +151,27 @@ type resultFrame struct {
 		Kind  string          `json:"kind"`
 		Value json.RawMessage `json:"value"`
 	} `json:"result"`
+	Images        []Image  `json:"images"`
+	ImagesDropped []string `json:"images_dropped"`
+}
+
+// images are the frame's images whose type is an image type, and the
+// descriptions of those dropped: the runner is the sandbox's, so what it
+// says is checked.
+func (f *resultFrame) images() ([]Image, []string) {
+	var ok []Image
+	var dropped []string
+	for _, d := range f.ImagesDropped[:min(len(f.ImagesDropped), 16)] {
+		dropped = append(dropped, strings.ToValidUTF8(d[:min(len(d), 200)], "\uFFFD"))
+	}
+	for _, im := range f.Images {
+		if !strings.HasPrefix(im.MIMEType, "image/") || len(im.MIMEType) > 100 || len(im.Data) == 0 {
+			dropped = append(dropped, fmt.Sprintf("an image with MIME type %.100q", im.MIMEType))
+			continue
+		}
+		ok = append(ok, im)
+	}
+	return ok, dropped
 }
 
 // value decodes the result: JSON values as themselves, others as their repr.

@@ -41,6 +41,13 @@ type ExecuteCodeOutput struct {
 	SessionID      string             `json:"session_id,omitempty" jsonschema:"The session used, if any."`
 	ContextSavings ContextSavings     `json:"context_savings" jsonschema:"Bytes of tool results that stayed in the sandbox against bytes returned."`
 	Isolation      string             `json:"isolation" jsonschema:"The isolation level the code ran under."`
+	Images         []ImageInfo        `json:"images,omitempty" jsonschema:"Images the code showed (display_image, matplotlib figures left open, an Image result), sent as image content."`
+}
+
+// ImageInfo describes an image an execution returned as image content.
+type ImageInfo struct {
+	MIMEType string `json:"mime_type"`
+	Bytes    int    `json:"bytes"`
 }
 
 // ToolCalls summarizes the upstream tool calls of one execution.
@@ -144,6 +151,9 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
+	for _, im := range res.Images {
+		content = append(content, &mcp.ImageContent{Data: im.Data, MIMEType: im.MIMEType})
+	}
 	s.recordExecution(ctx, j, out) // committed before the result returns
 	// The execution's one log line, and its metrics.
 	s.observeExecution(j, out)
@@ -214,6 +224,12 @@ func outputOf(res *sandbox.Result) ExecuteCodeOutput {
 		Files:      []string{},
 		Isolation:  string(res.Isolation),
 	}
+	for _, im := range res.Images {
+		out.Images = append(out.Images, ImageInfo{MIMEType: im.MIMEType, Bytes: len(im.Data)})
+	}
+	for _, d := range res.ImagesDropped {
+		out.Stderr += "[codecell: image not shown: " + d + "]\n"
+	}
 	return out
 }
 
@@ -250,6 +266,9 @@ func render(out ExecuteCodeOutput) string {
 			r = []byte(s)
 		}
 		fmt.Fprintf(&b, "[result] %s\n", r)
+	}
+	for _, im := range out.Images {
+		fmt.Fprintf(&b, "[image] %s, %d bytes\n", im.MIMEType, im.Bytes)
 	}
 	if out.Error != nil {
 		if out.Error.Traceback != "" {

@@ -124,6 +124,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codecell", Title: "codecell", Version: version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: SDKLogger(log)})
+	s.addResources()
 	if slices.Contains(opts.Config.Toolsets, "exec") {
 		s.addExecTools()
 	}

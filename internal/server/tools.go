@@ -55,13 +55,18 @@ func stripAll(s *jsonschema.Schema) {
 
 // eachSubschema calls f with every direct subschema of s; booleanValued says
 // whether the keyword also allows a bare true or false (additionalProperties
-// and its kin), where an empty schema is portable as it is.
+// and its kin, and not), where an empty schema is portable as it is.
 func eachSubschema(s *jsonschema.Schema, f func(sub *jsonschema.Schema, booleanValued bool)) {
 	if s == nil {
 		return
 	}
+	if s.Not != nil {
+		// {"not": {}} is how jsonschema-go writes false (additionalProperties
+		// false): an empty schema under not is portable as it is.
+		f(s.Not, true)
+	}
 	for _, group := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf, s.AllOf, s.PrefixItems, s.ItemsArray,
-		{s.Items, s.Contains, s.Not, s.PropertyNames, s.If, s.Then, s.Else, s.ContentSchema}} {
+		{s.Items, s.Contains, s.PropertyNames, s.If, s.Then, s.Else, s.ContentSchema}} {
 		for _, sub := range group {
 			if sub != nil {
 				f(sub, false)

@@ -224,6 +224,13 @@ func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.CallToolRequest
 	} else {
 		out.Encoding, out.Content = "base64", base64.StdEncoding.EncodeToString(c.Data)
 	}
+	if !c.Text && isImage(c.MIMEType) && c.Offset == 0 && !c.More {
+		// A whole image reaches the model as one, not as base64 text.
+		return &mcp.CallToolResult{Content: []mcp.Content{
+			&mcp.TextContent{Text: fmt.Sprintf("[image %s, %d bytes]\n", out.MIMEType, out.Size)},
+			&mcp.ImageContent{Data: c.Data, MIMEType: c.MIMEType},
+		}}, out, nil
+	}
 	return textResult(renderRead(out)), out, nil
 }
 

@@ -170,3 +170,32 @@ func inode(fi fs.FileInfo) uint64 {
 	}
 	return 0
 }
+
+// Files returns up to n regular files of the whole workspace, skipping the
+// first offset, in the order of List (depth first, name order); more says
+// that files remain after them. It pages MCP's resources/list, whose cursor
+// is the offset: a page is consistent with the tree as it was when read.
+func (w *Workspace) Files(offset, n int) (files []Entry, more bool, err error) {
+	seen, visited := 0, 0
+	err = w.walk(".", func(rel string, fi fs.FileInfo) error {
+		if visited++; visited > maxVisit {
+			return fs.SkipAll
+		}
+		if !fi.Mode().IsRegular() || isTemp(path.Base(rel)) {
+			return nil
+		}
+		if seen++; seen <= offset {
+			return nil
+		}
+		if len(files) == n {
+			more = true
+			return fs.SkipAll
+		}
+		files = append(files, Entry{Path: rel, Size: fi.Size(), ModTime: fi.ModTime()})
+		return nil
+	})
+	if err != nil {
+		return nil, false, fail("list", ".", err)
+	}
+	return files, more, nil
+}

@@ -27,6 +27,8 @@ var (
 	ErrOutside = errors.New("leaves the workspace")
 	// ErrExist is a file that Create found already there.
 	ErrExist = fs.ErrExist
+	// ErrTooLarge is a file larger than a whole-file read takes.
+	ErrTooLarge = errors.New("too large to read whole")
 	// ErrNotExist is a path with nothing there.
 	ErrNotExist = fs.ErrNotExist
 )

@@ -411,7 +411,7 @@ func (w *Workspace) ReadFile(name string, max int64) ([]byte, error) {
 	}
 	defer f.Close()
 	if fi.Size() > max {
-		return nil, &Error{Op: "read", Path: name, Err: fmt.Errorf("is %d bytes; the limit is %d", fi.Size(), max)}
+		return nil, &Error{Op: "read", Path: name, Err: fmt.Errorf("%w: it is %d bytes; the limit is %d", ErrTooLarge, fi.Size(), max)}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {

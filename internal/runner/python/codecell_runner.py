@@ -41,6 +41,7 @@ import traceback
 
 CELL = "<cell>"
 _rpc = None  # codecell._rpc, imported by main once sys.path is set
+_display = None  # codecell._display, likewise
 # Frames come from the host, which is trusted; the bound only stops nonsense.
 MAX_FRAME = 256 << 20
 PR_SET_PDEATHSIG = 1
@@ -245,7 +246,8 @@ def run_cell(code, glb, filename=CELL):
 
 
 def new_globals():
-    return {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+    return {"__name__": "__main__", "__builtins__": builtins, "__doc__": None,
+            "display_image": _display.display_image}
 
 
 def execute(chan, req, outfds=None, glb=None):
@@ -291,6 +293,8 @@ def execute(chan, req, outfds=None, glb=None):
             glb[k] = v
 
     out = {"type": "result", "ok": True, "error": None}
+    _display.reset()
+    has, value = False, None
     try:
         has, value = run_cell(req.get("code", ""), glb, filename)
         if has:
@@ -303,6 +307,10 @@ def execute(chan, req, outfds=None, glb=None):
     except BaseException as e:
         out["ok"] = False
         out["error"] = error_of(e)
+    try:
+        _display.collect(out, value, has)
+    except BaseException as e:  # images are extra: never lose the result for them
+        out["images_dropped"] = ["all (%s: %s)" % (type(e).__name__, e)]
 
     for f in (sys.stdout, sys.stderr):
         try:
@@ -556,8 +564,8 @@ def main(argv):
         skills = importlib.util.module_from_spec(spec)
         skills.__doc__ = "Saved skills: from skills.<name> import <function>."
         sys.modules["skills"] = skills
-    global _rpc
-    from codecell import _rpc
+    global _rpc, _display
+    from codecell import _display, _rpc
     scratch = []
     isolated = "--isolated" in argv
     if "--scratch" in argv:

@@ -6,12 +6,14 @@
 
 The tools themselves are functions of the generated `servers` package
 (`from servers.github import create_issue`); its source is readable under
-/codecell/gen/servers.
+/codecell/gen/servers. display_image(...) shows an image to the model, as
+matplotlib figures left open are.
 """
 
+from codecell._display import display_image
 from codecell._rpc import Image, ToolError, request as _request
 
-__all__ = ["search_tools", "get_tool_definition", "ToolError", "Image"]
+__all__ = ["search_tools", "get_tool_definition", "display_image", "ToolError", "Image"]
 
 
 def search_tools(query: str = "", server: str = None, detail_level: str = "summary", limit: int = 10):

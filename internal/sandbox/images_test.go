@@ -1,0 +1,80 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// onePixelPNG is a valid 1x1 PNG, as base64.
+const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+// TestImages: display_image, an Image result and matplotlib figures left
+// open come back as images; past the bounds they are dropped with a note.
+func TestImages(t *testing.T) {
+	m, ws := newTestManager(t, Production, Limits{}, 1)
+	png := "import base64\npng = base64.b64decode('" + onePixelPNG + "')\n"
+	tests := []struct {
+		name, code string
+		images     []string // MIME types
+		dropped    string
+	}{
+		{name: "display_image bytes", code: png + "display_image(png)", images: []string{"image/png"}},
+		{name: "display_image file", code: png + "open('p.png', 'wb').write(png)\ndisplay_image('p.png')", images: []string{"image/png"}},
+		{name: "Image result", code: png + "from codecell import Image\nresult = Image(png, 'image/png')", images: []string{"image/png"}},
+		{name: "not an image", code: "display_image(b'hello')", images: nil},
+		{name: "too many", code: png + "for _ in range(10): display_image(png)", images: []string{"image/png", "image/png", "image/png", "image/png", "image/png", "image/png", "image/png", "image/png"}, dropped: "image/png of 70 bytes"},
+	}
+	if exec.Command("/usr/bin/python3", "-c", "import matplotlib").Run() == nil {
+		tests = append(tests, struct {
+			name, code string
+			images     []string
+			dropped    string
+		}{name: "matplotlib figure", code: "import matplotlib.pyplot as plt\nplt.plot([1, 2], [2, 1])\nplt.figure()\nplt.bar([1], [1])", images: []string{"image/png", "image/png"}})
+	} else {
+		t.Log("matplotlib is not installed (make test installs python3-matplotlib): figures untested")
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := exec1(t, m, ws, tt.code, 60*time.Second)
+			var got []string
+			for _, im := range r.Images {
+				got = append(got, im.MIMEType)
+				if im.MIMEType == "image/png" && !bytes.HasPrefix(im.Data, []byte("\x89PNG")) {
+					t.Errorf("not PNG data: %q", im.Data[:min(8, len(im.Data))])
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(tt.images, ",") {
+				t.Fatalf("images %v, want %v (ok %v, error %+v, stderr %q)", got, tt.images, r.OK, r.Error, r.Stderr)
+			}
+			if tt.dropped != "" && !strings.Contains(strings.Join(r.ImagesDropped, "\n"), tt.dropped) {
+				t.Errorf("dropped %q, want it to mention %q", r.ImagesDropped, tt.dropped)
+			}
+			if tt.name == "not an image" && (r.OK || r.Error.Type != "ValueError") {
+				t.Errorf("display_image of text: %+v", r.Error)
+			}
+		})
+	}
+}
+
+// TestResultFrameImages: the host keeps only what the runner says are
+// images, and bounds the notes of dropped ones.
+func TestResultFrameImages(t *testing.T) {
+	var f resultFrame
+	raw := `{"ok": true, "images": [{"mime_type": "image/png", "data": "` + onePixelPNG + `"},
+		{"mime_type": "text/html", "data": "PGI+"}, {"mime_type": "image/png", "data": ""}],
+		"images_dropped": ["` + strings.Repeat("x", 5000) + `"]}`
+	if err := json.Unmarshal([]byte(raw), &f); err != nil {
+		t.Fatal(err)
+	}
+	ims, dropped := f.images()
+	if len(ims) != 1 || ims[0].MIMEType != "image/png" {
+		t.Errorf("images %+v", ims)
+	}
+	if len(dropped) != 3 || len(dropped[0]) > 200 || !strings.Contains(dropped[1], "text/html") {
+		t.Errorf("dropped %q", dropped)
+	}
+}
