@@ -114,6 +114,19 @@ found`
 	if out := ok(b, "list_workspace_files", map[string]any{}); strings.Contains(toJSON(out), "secret") {
 		t.Errorf("b lists a's file: %v", out)
 	}
+	// Resources are per namespace too.
+	ctx := context.Background()
+	if r, err := a.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///workspace/secret.txt"}); err != nil || r.Contents[0].Text != "a's secret" {
+		t.Errorf("a reads its resource: %+v %v", r, err)
+	}
+	if res, err := b.ListResources(ctx, nil); err != nil || strings.Contains(toJSON(res), "secret") {
+		t.Errorf("b lists a's resources: %s %v", toJSON(res), err)
+	}
+	for _, uri := range []string{"file:///workspace/secret.txt", "file:///workspace/../team-a/secret.txt", "file:///workspace/%2E%2E/team-a/secret.txt"} {
+		if r, err := b.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); err == nil || strings.Contains(toJSON(r), "a's secret") {
+			t.Errorf("b read %s: %s", uri, toJSON(r))
+		}
+	}
 
 	// Skills.
 	ok(a, "save_skill", map[string]any{"name": "greet", "code": "def greet():\n    return 'hello from a'\n", "description": "a's skill"})
