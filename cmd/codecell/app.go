@@ -40,6 +40,9 @@ func (g *globals) loadConfig() (*config.Config, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if path == "" {
+		cfg.Searched = config.SearchPath(os.Getenv)
+	}
 	dataDir, err := config.DataDir(g.dataDirFlag, os.Getenv, os.Geteuid() == 0)
 	if err != nil {
 		return nil, "", err

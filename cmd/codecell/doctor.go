@@ -27,11 +27,7 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 	}
 	w := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
 	defer w.Flush()
-	file := cfg.File
-	if file == "" {
-		file = "(none: defaults)"
-	}
-	fmt.Fprintf(w, "config\t%s\n", file)
+	fmt.Fprintf(w, "config\t%s\n", cfg.Source())
 	fmt.Fprintf(w, "data dir\t%s\n", dataDir)
 	fmt.Fprintf(w, "python\t%s\n", pythonVersion(ctx, cfg.Sandbox.Python))
 

@@ -426,3 +426,32 @@ func TestDoctorAndExec(t *testing.T) {
 		t.Fatalf("version: %s", out)
 	}
 }
+
+// TestConfigSourceFromAnyCwd: started in / as desktop hosts do, with no
+// config named, doctor and list_tool_categories say every place looked; with
+// --config, the file read.
+func TestConfigSourceFromAnyCwd(t *testing.T) {
+	requireProduction(t)
+	home := t.TempDir()
+	_, dataDir := testDirs(t, "{}")
+	cmd := exec.Command(binary, "doctor", "--data-dir", dataDir)
+	cmd.Dir = "/"
+	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	out, _ := cmd.CombinedOutput()
+	for _, want := range []string{"/codecell.json", home + "/.config/codecell/config.json", "--config"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("doctor in / does not say it looked at %s:\n%s", want, out)
+		}
+	}
+
+	cfgPath, dataDir := testDirs(t, testConfig)
+	cs := serveStdio(t, cfgPath, dataDir, nil)
+	defer cs.Close()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_tool_categories", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.StructuredContent.(map[string]any)["config"]; got != cfgPath || !strings.Contains(textOf(res), "config: "+cfgPath) {
+		t.Errorf("list_tool_categories config = %v, text %q; want %s", got, textOf(res), cfgPath)
+	}
+}

@@ -13,7 +13,10 @@ import (
 // Config is codecell's configuration. Every field is filled: a value the file
 // did not set holds its default, so consumers never apply defaults themselves.
 type Config struct {
-	File       string            // the file it came from; "" for defaults
+	File string // the file it came from; "" for defaults
+	// Searched are the places looked at, in order, when no file was named
+	// and none was found (set by the caller that searched, with SearchPath).
+	Searched   []string
 	MCPServers map[string]Server // key = server name
 	Sandbox    Sandbox
 	Policy     Policy
@@ -181,19 +184,7 @@ func Find(flagPath string, env func(string) string) (string, error) {
 		}
 		return p, nil
 	}
-	candidates := []string{"codecell.json"}
-	xdg := env("XDG_CONFIG_HOME")
-	if !filepath.IsAbs(xdg) {
-		// The XDG spec says a relative value is invalid and must be ignored.
-		xdg = ""
-		if home := env("HOME"); home != "" {
-			xdg = filepath.Join(home, ".config")
-		}
-	}
-	if xdg != "" {
-		candidates = append(candidates, filepath.Join(xdg, "codecell", "config.json"))
-	}
-	for _, p := range candidates {
+	for _, p := range candidates(env) {
 		fi, err := os.Stat(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -264,4 +255,52 @@ func Parse(name string, data []byte, env func(string) string) (*Config, error) {
 		return nil, errors.Join(errs...)
 	}
 	return c, nil
+}
+
+// candidates are the files Find looks for when none is named.
+func candidates(env func(string) string) []string {
+	list := []string{"codecell.json"}
+	xdg := env("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(xdg) {
+		// The XDG spec says a relative value is invalid and must be ignored.
+		xdg = ""
+		if home := env("HOME"); home != "" {
+			xdg = filepath.Join(home, ".config")
+		}
+	}
+	if xdg != "" {
+		list = append(list, filepath.Join(xdg, "codecell", "config.json"))
+	}
+	return list
+}
+
+// SearchPath is where Find looks for a config file when none is named, as
+// absolute paths: a host that starts codecell in / finds no
+// ./codecell.json, and saying where it looked tells the user why.
+func SearchPath(env func(string) string) []string {
+	if env == nil {
+		env = func(string) string { return "" }
+	}
+	list := candidates(env)
+	for i, p := range list {
+		if abs, err := filepath.Abs(p); err == nil {
+			list[i] = abs
+		}
+	}
+	return list
+}
+
+// Source says where the config came from: its file, or that none was
+// found and where codecell looked.
+func (c *Config) Source() string {
+	if c.File != "" {
+		if abs, err := filepath.Abs(c.File); err == nil {
+			return abs
+		}
+		return c.File
+	}
+	if len(c.Searched) == 0 {
+		return "none: defaults"
+	}
+	return "none found, defaults apply (looked for " + strings.Join(c.Searched, ", ") + "; pass --config FILE or set $CODECELL_CONFIG)"
 }

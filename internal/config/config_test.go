@@ -811,6 +811,27 @@ func TestFind(t *testing.T) {
 	})
 }
 
+// TestSource: a config says which file it came from, or, found nowhere,
+// every place looked, as absolute paths (a host may start codecell in /).
+func TestSource(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	searched := SearchPath(envOf(map[string]string{"HOME": "/home/u"}))
+	want := []string{filepath.Join(dir, "codecell.json"), "/home/u/.config/codecell/config.json"}
+	if !slices.Equal(searched, want) {
+		t.Errorf("SearchPath = %q, want %q", searched, want)
+	}
+	c := Default()
+	c.Searched = searched
+	if src := c.Source(); !strings.Contains(src, want[0]) || !strings.Contains(src, want[1]) || !strings.Contains(src, "--config") {
+		t.Errorf("Source of no file = %q", src)
+	}
+	c.File = "codecell.json"
+	if src := c.Source(); src != want[0] {
+		t.Errorf("Source of a relative file = %q, want %q", src, want[0])
+	}
+}
+
 // fuzzEnv is the environment the fuzz target parses with.
 var fuzzEnv = envOf(map[string]string{
 	"REMOTE_TOKEN": "remote-secret", "CODECELL_TOKEN_A": "0123456789abcdef-team-a", "PY": "/usr/bin/python3", "MEM": "1GiB",

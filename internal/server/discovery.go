@@ -59,6 +59,10 @@ type GetToolDefinitionInput struct {
 // CategoriesOutput is the result of list_tool_categories.
 type CategoriesOutput struct {
 	Servers []upstream.Status `json:"servers"`
+	// Config says which config file named the servers, or where codecell
+	// looked for one: a host that starts codecell elsewhere than the user
+	// expects finds none, and no servers.
+	Config string `json:"config"`
 }
 
 func (s *Server) addDiscoveryTools() {
@@ -89,7 +93,7 @@ func (s *Server) addDiscoveryTools() {
 		Title:       "List upstream servers",
 		Description: "Each upstream MCP server with its tool count, connection state and what it is for.",
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, CategoriesOutput, error) {
-		out := CategoriesOutput{Servers: s.up.Statuses()}
+		out := CategoriesOutput{Servers: s.up.Statuses(), Config: s.cfg.Source()}
 		var b strings.Builder
 		for _, st := range out.Servers {
 			fmt.Fprintf(&b, "%s: %s, %d tools", st.Name, st.State, st.Tools)
@@ -104,6 +108,7 @@ func (s *Server) addDiscoveryTools() {
 		if b.Len() == 0 {
 			b.WriteString("no upstream servers are configured\n")
 		}
+		fmt.Fprintf(&b, "config: %s\n", out.Config)
 		return textResult(b.String()), out, nil
 	})
 }
