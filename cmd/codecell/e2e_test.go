@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -453,5 +454,32 @@ func TestConfigSourceFromAnyCwd(t *testing.T) {
 	}
 	if got := res.StructuredContent.(map[string]any)["config"]; got != cfgPath || !strings.Contains(textOf(res), "config: "+cfgPath) {
 		t.Errorf("list_tool_categories config = %v, text %q; want %s", got, textOf(res), cfgPath)
+	}
+}
+
+// TestServeToolsets: --toolsets lists only the toolsets named, over the
+// config's; an unknown one stops serve with a message naming it.
+func TestServeToolsets(t *testing.T) {
+	requireProduction(t)
+	cfgPath, dataDir := testDirs(t, `{"toolsets": ["all"], "sandbox": {"pool": 1}}`)
+	cs := serveStdio(t, cfgPath, dataDir, nil, "--toolsets", "exec, discovery")
+	defer cs.Close()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	want := []string{"append_to_code_file", "close_session", "execute_code", "execute_code_file", "get_tool_definition",
+		"initialize_code_file", "list_sessions", "list_tool_categories", "read_code_file", "search_tools"}
+	if !slices.Equal(names, want) {
+		t.Errorf("tools %v, want %v", names, want)
+	}
+	out, code := runCLI(t, "serve", "--config", cfgPath, "--data-dir", dataDir, "--toolsets", "exec,nope")
+	if code == 0 || !strings.Contains(out, `--toolsets: unknown toolset "nope"`) {
+		t.Errorf("serve --toolsets exec,nope: exit %d:\n%s", code, out)
 	}
 }
