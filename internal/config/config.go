@@ -63,6 +63,11 @@ type Sandbox struct {
 	Network        Network
 	Wheelhouse     string // optional absolute dir of wheels for install_dependencies; "" = none
 	IndexURL       string // JSON "indexUrl": the package index install_dependencies uses; "" = pip's default
+	// ExternalEnvironments are absolute directories under which existing
+	// environments may be chosen with configure_environment's path, for
+	// every namespace to use read-only; none by default, so a namespace runs
+	// only the system Python or environments codecell made for it.
+	ExternalEnvironments []string
 }
 
 // Network says what network the sandbox gets.

@@ -201,6 +201,11 @@ func (k *checker) sandbox(s *Sandbox) {
 	default:
 		k.addf(p+".network.mode", `%q is not a network mode (want "none" or "allowlist")`, s.Network.Mode)
 	}
+	for i, dir := range s.ExternalEnvironments {
+		if !filepath.IsAbs(dir) || filepath.Clean(dir) == "/" {
+			k.addf(fmt.Sprintf("%s.externalEnvironments[%d]", p, i), "%q is not an absolute directory other than /", dir)
+		}
+	}
 	if s.Wheelhouse != "" && !filepath.IsAbs(s.Wheelhouse) {
 		k.addf(p+".wheelhouse", "%q is not an absolute path", s.Wheelhouse)
 	}

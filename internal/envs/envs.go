@@ -57,6 +57,10 @@ type Options struct {
 	IndexURL     string // the package index when neither the call nor a wheelhouse names one; "" = pip's default
 	UV, Conda    string // the uv and conda binaries; "" when not installed
 	Runner       Runner
+	// ExternalRoots are the directories under which configure_environment
+	// may choose an existing environment by path (the operator's
+	// sandbox.externalEnvironments); none means only managed environments.
+	ExternalRoots []string
 }
 
 // Manager holds the environments of every namespace. It is safe for
@@ -143,6 +147,10 @@ func (m *Manager) get(ctx context.Context, ns string) (Config, error) {
 		if err := json.Unmarshal(raw, &c); err != nil {
 			return Config{}, fmt.Errorf("read environment of %s: %w", ns, err)
 		}
+		if err := m.allowed(ns, c); err != nil {
+			// A choice made before the rules, or by a config since changed.
+			return Config{}, fmt.Errorf("the environment chosen for this namespace is not allowed: %w; choose another with configure_environment", err)
+		}
 		// The store wins over a file a crash left between copy and
 		// removal; removing it is tidying, so a failure is not an error.
 		os.Remove(m.legacyFile(ns))
@@ -171,6 +179,9 @@ func (m *Manager) migrate(ctx context.Context, ns string) (Config, bool, error) 
 	var c Config
 	if err := json.Unmarshal(b, &c); err != nil {
 		return Config{}, false, fmt.Errorf("read environment %s: %w", file, err)
+	}
+	if err := m.allowed(ns, c); err != nil {
+		return Config{}, false, fmt.Errorf("the environment chosen for this namespace (in %s) is not allowed: %w; choose another with configure_environment", file, err)
 	}
 	if err := m.save(ctx, ns, c); err != nil {
 		return Config{}, false, err
@@ -224,10 +235,17 @@ func (m *Manager) Configure(ctx context.Context, ns, typ, path, name string) (Co
 			return Config{}, errors.New("invalid argument name: only conda environments have names")
 		}
 		if path != "" {
-			if err := checkEnvDir(path); err != nil {
+			real, err := m.external(path)
+			if err != nil {
 				return Config{}, err
 			}
-			c = Config{Type: typ, Path: path, Python: filepath.Join(path, "bin", "python")}
+			if err := checkEnvDir(real); err != nil {
+				return Config{}, err
+			}
+			c = Config{Type: typ, Path: real, Python: filepath.Join(real, "bin", "python")}
+			if err := m.allowed(ns, c); err != nil {
+				return Config{}, fmt.Errorf("invalid argument path: %w", err)
+			}
 			break
 		}
 		dir := filepath.Join(m.dir(ns), typ)
@@ -244,10 +262,17 @@ func (m *Manager) Configure(ctx context.Context, ns, typ, path, name string) (Co
 		if path == "" {
 			return Config{}, errors.New("invalid argument path: give the conda environment's prefix directory (conda env list shows them)")
 		}
-		if _, err := os.Stat(filepath.Join(path, "bin", "python")); err != nil {
+		real, err := m.external(path)
+		if err != nil {
+			return Config{}, err
+		}
+		if _, err := os.Stat(filepath.Join(real, "bin", "python")); err != nil {
 			return Config{}, fmt.Errorf("invalid argument path: %s has no bin/python", path)
 		}
-		c = Config{Type: Conda, Path: path, Name: name, Python: filepath.Join(path, "bin", "python")}
+		c = Config{Type: Conda, Path: real, Name: name, Python: filepath.Join(real, "bin", "python")}
+		if err := m.allowed(ns, c); err != nil {
+			return Config{}, fmt.Errorf("invalid argument path: %w", err)
+		}
 	default:
 		return Config{}, fmt.Errorf("invalid argument type: %q is not one of system, venv, uv, conda", typ)
 	}
@@ -255,6 +280,81 @@ func (m *Manager) Configure(ctx context.Context, ns, typ, path, name string) (Co
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// external resolves the path of an existing environment a caller chose,
+// which must lie under one of the operator's ExternalRoots and outside the
+// data dir, once every symbolic link is followed: a namespace must never
+// get another's environment, workspace or anything else of the data dir
+// mounted for it, nor run an interpreter its own code placed.
+func (m *Manager) external(path string) (string, error) {
+	if len(m.opts.ExternalRoots) == 0 {
+		return "", errors.New("invalid argument path: this server allows no existing environments " +
+			"(the operator lists their directories in sandbox.externalEnvironments); " +
+			"without a path, venv and uv make an environment for this namespace")
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", fmt.Errorf("invalid argument path: %s does not exist", path)
+	}
+	if !m.underExternalRoot(real) {
+		return "", fmt.Errorf("invalid argument path: %s is not under a directory the operator allows (%s)",
+			path, strings.Join(m.opts.ExternalRoots, ", "))
+	}
+	return real, nil
+}
+
+// underExternalRoot says whether the resolved path p is under an external
+// root and outside the data dir.
+func (m *Manager) underExternalRoot(p string) bool {
+	if within(p, resolved(m.opts.DataDir)) {
+		return false
+	}
+	for _, root := range m.opts.ExternalRoots {
+		if within(p, resolved(root)) {
+			return true
+		}
+	}
+	return false
+}
+
+// allowed checks a choice of environment for namespace ns: a managed one is
+// the namespace's own, an external one lies under an external root, and
+// either's interpreter resolves into the environment itself, /usr or an
+// external root, never into a workspace or another namespace's files.
+func (m *Manager) allowed(ns string, c Config) error {
+	if c.Type == System {
+		return nil
+	}
+	if c.Managed {
+		if c.Path != filepath.Join(m.dir(ns), c.Type) {
+			return fmt.Errorf("%s is not this namespace's managed environment", c.Path)
+		}
+	} else if !m.underExternalRoot(resolved(c.Path)) {
+		return fmt.Errorf("%s is not under a directory the operator allows", c.Path)
+	}
+	python, err := filepath.EvalSymlinks(c.Python)
+	if err != nil {
+		return fmt.Errorf("%s has no bin/python", c.Path)
+	}
+	if !within(python, resolved(c.Path)) && !within(python, "/usr") && !m.underExternalRoot(python) {
+		return fmt.Errorf("its interpreter %s leads to %s, outside the environment, /usr and the allowed directories", c.Python, python)
+	}
+	return nil
+}
+
+// resolved is p with its symbolic links followed, or p when that fails.
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// within says whether p is dir or beneath it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
 
 func checkEnvDir(dir string) error {
@@ -330,6 +430,11 @@ func (m *Manager) Install(ctx context.Context, ns string, packages []string, ind
 	}
 	if c.Type == System {
 		return nil, errors.New("the system environment is read-only: call configure_environment with type venv (or uv) first")
+	}
+	if !c.Managed {
+		// An external environment is the operator's, shared by every
+		// namespace that chooses it: no namespace may change it.
+		return nil, fmt.Errorf("the environment at %s is shared and read-only: to install, call configure_environment with type venv (or uv) and no path, which makes one for this namespace", c.Path)
 	}
 	if indexURL != "" {
 		u, err := url.Parse(indexURL)

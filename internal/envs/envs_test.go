@@ -66,7 +66,8 @@ func TestInstallRefusals(t *testing.T) {
 	if _, err := m.Install(context.Background(), "ns", []string{"x"}, ""); err == nil || !strings.Contains(err.Error(), "configure_environment") {
 		t.Fatalf("install into the system environment: %v", err)
 	}
-	if err := m.save(context.Background(), "ns", Config{Type: Venv, Path: "/v", Python: "/v/bin/python"}); err != nil {
+	own := filepath.Join(m.dir("ns"), Venv)
+	if err := m.save(context.Background(), "ns", Config{Type: Venv, Path: own, Python: own + "/bin/python", Managed: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"ftp://x", "http://", "https://a b", "file:///etc"} {
@@ -124,7 +125,7 @@ func TestChoicesPersistInStore(t *testing.T) {
 	data := t.TempDir()
 	st := openStore(t, data)
 	venv := fakeVenv(t)
-	opts := Options{DataDir: data, SystemPython: "/usr/bin/python3", Runner: &fakeRunner{}, Store: st}
+	opts := Options{DataDir: data, SystemPython: "/usr/bin/python3", Runner: &fakeRunner{}, Store: st, ExternalRoots: []string{venv}}
 	c, err := New(opts).Configure(ctx, "a", Venv, venv, "")
 	if err != nil {
 		t.Fatal(err)
@@ -159,8 +160,9 @@ func TestLegacyFileMigrates(t *testing.T) {
 	ctx := context.Background()
 	data := t.TempDir()
 	st := openStore(t, data)
-	opts := Options{DataDir: data, SystemPython: "/usr/bin/python3", Runner: &fakeRunner{}, Store: st}
-	legacy := Config{Type: Conda, Path: "/opt/conda/envs/ds", Name: "ds", Python: "/opt/conda/envs/ds/bin/python"}
+	env := fakeVenv(t)
+	opts := Options{DataDir: data, SystemPython: "/usr/bin/python3", Runner: &fakeRunner{}, Store: st, ExternalRoots: []string{env}}
+	legacy := Config{Type: Conda, Path: env, Name: "ds", Python: env + "/bin/python"}
 	writeLegacy := func(ns string, c Config) string {
 		t.Helper()
 		b, _ := json.MarshalIndent(c, "", "  ")
@@ -291,10 +293,10 @@ func TestGetReadsStoreOnce(t *testing.T) {
 	data := t.TempDir()
 	st := &countingStore{Store: openStore(t, data), reads: map[string]int{}}
 	venv := fakeVenv(t)
-	if _, err := New(Options{DataDir: data, Runner: &fakeRunner{}, Store: st}).Configure(context.Background(), "chose", Venv, venv, ""); err != nil {
+	if _, err := New(Options{DataDir: data, Runner: &fakeRunner{}, Store: st, ExternalRoots: []string{venv}}).Configure(context.Background(), "chose", Venv, venv, ""); err != nil {
 		t.Fatal(err)
 	}
-	m := New(Options{DataDir: data, SystemPython: "/usr/bin/python3", Runner: &fakeRunner{}, Store: st})
+	m := New(Options{DataDir: data, SystemPython: "/usr/bin/python3", Runner: &fakeRunner{}, Store: st, ExternalRoots: []string{venv}})
 	var wg sync.WaitGroup
 	for range 20 {
 		for _, ns := range []string{"chose", "default"} {
