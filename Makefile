@@ -24,10 +24,16 @@ deps:
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
 
-# The upstream MCP servers the tests run, pinned in $(NPM_DIR)/package-lock.json.
+# The npm packages the tests use, pinned in $(NPM_DIR)/package-lock.json: the
+# upstream MCP servers, and the TypeScript SDK client and MCP Inspector of the
+# conformance suite. npm ci runs again whenever the lock differs from the one
+# last installed (kept in $(NPM_STAMP)), so that a machine set up before the
+# pins changed picks the change up. The Inspector needs Node 20 or later.
+NPM_STAMP := $(NPM_DIR)/node_modules/.codecell-package-lock.json
 npm-deps:
 	@command -v npm >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nodejs npm; }
-	@[ -d $(NPM_DIR)/node_modules/@modelcontextprotocol/server-everything ] || npm ci --prefix $(NPM_DIR) --no-audit --no-fund
+	@cmp -s $(NPM_DIR)/package-lock.json $(NPM_STAMP) || { \
+		npm ci --prefix $(NPM_DIR) --no-audit --no-fund && cp $(NPM_DIR)/package-lock.json $(NPM_STAMP); }
 
 # Headless Chromium for the dashboard's browser tests: Debian's chromium,
 # installed only when none is on the PATH.
