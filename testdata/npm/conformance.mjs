@@ -48,7 +48,7 @@ const SPEC_TOOLS = [
 ];
 
 const WORKSPACE_URI = "file:///workspace/";
-const WORKSPACE_TEMPLATE = "file:///workspace/{path}";
+const WORKSPACE_TEMPLATE = "file:///workspace/{+path}"; // RFC 6570 reserved expansion: a path keeps its slashes
 
 function usage(msg) {
   process.stderr.write(`conformance: ${msg}\n` +
