@@ -318,3 +318,70 @@ func TestGetReadsStoreOnce(t *testing.T) {
 		t.Errorf("after Configure: %+v, %v; %d reads", c, err, st.reads["default"])
 	}
 }
+
+// TestConfigureConfines: an environment chosen by path never reaches
+// another namespace's files, the data dir or an interpreter the caller
+// placed (a red team's attack: namespace B pointed configure_environment at
+// team-a's managed venv, and at a venv whose python was a shim in its own
+// workspace).
+func TestConfigureConfines(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	shared := t.TempDir() // the operator's allowed directory
+	m := New(Options{DataDir: data, SystemPython: "/usr/bin/python3", Runner: &fakeRunner{}, ExternalRoots: []string{shared, data}})
+	mkVenv := func(dir, python string) string {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "pyvenv.cfg"), nil, 0o644)
+		if python == "" {
+			os.WriteFile(filepath.Join(dir, "bin", "python"), nil, 0o755)
+		} else if err := os.Symlink(python, filepath.Join(dir, "bin", "python")); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	teamA := mkVenv(filepath.Join(data, "envs", "team-a", "venv"), "/usr/bin/python3")
+	shim := filepath.Join(data, "workspaces", "team-b", "python")
+	os.MkdirAll(filepath.Dir(shim), 0o755)
+	os.WriteFile(shim, []byte("#!/bin/sh\n"), 0o755)
+	good := mkVenv(filepath.Join(shared, "good"), "/usr/bin/python3")
+	viaShim := mkVenv(filepath.Join(shared, "shim"), shim)
+	linkToA := filepath.Join(shared, "link-to-a")
+	os.Symlink(teamA, linkToA)
+
+	for _, tc := range []struct{ name, path, want string }{
+		{"another namespace's managed venv", teamA, "not under a directory the operator allows"},
+		{"a link to it from an allowed dir", linkToA, "not under a directory the operator allows"},
+		{"an interpreter in a workspace", viaShim, "outside the environment"},
+		{"a directory nobody allowed", t.TempDir(), "not under a directory the operator allows"},
+		{"a missing one", filepath.Join(shared, "nope"), "does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if c, err := m.Configure(ctx, "team-b", Venv, tc.path, ""); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Configure(%s) = %+v, %v; want an error saying %q", tc.path, c, err, tc.want)
+			}
+		})
+	}
+	c, err := m.Configure(ctx, "team-b", Venv, good, "")
+	if err != nil || c.Managed {
+		t.Fatalf("an allowed environment: %+v, %v", c, err)
+	}
+	if _, err := m.Install(ctx, "team-b", []string{"x"}, ""); err == nil || !strings.Contains(err.Error(), "shared and read-only") {
+		t.Errorf("install into a shared environment: %v", err)
+	}
+	if _, err := New(Options{DataDir: data, Runner: &fakeRunner{}}).Configure(ctx, "team-b", Venv, good, ""); err == nil || !strings.Contains(err.Error(), "externalEnvironments") {
+		t.Errorf("with no allowed directories: %v", err)
+	}
+	// A choice in the store that breaks the rules (made before them) is
+	// refused when read, not run.
+	st := openStore(t, t.TempDir())
+	raw, _ := json.Marshal(Config{Type: Venv, Path: teamA, Python: teamA + "/bin/python", Managed: true})
+	if err := st.SetEnvironment(ctx, "team-b", raw); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := New(Options{DataDir: data, Runner: &fakeRunner{}, Store: st}).Get("team-b"); err == nil || !strings.Contains(err.Error(), "not allowed") {
+		t.Errorf("a stored choice of team-a's venv: %+v, %v", c, err)
+	}
+}
