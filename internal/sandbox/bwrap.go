@@ -108,6 +108,12 @@ func bwrapArgs(s bwrapSpec) []string {
 	if s.Skills != "" {
 		a = append(a, "--ro-bind", s.Skills, SkillsMount)
 	}
+	// Last, once every mount point exists: the root and /dev are tmpfs
+	// bubblewrap made, writable unless remounted, and they live as long as
+	// the sandbox, so a file written there (/etc/ld.so.preload, a library
+	// in /dev) would reach every later execution. Only the workspace, /tmp
+	// and /dev/shm stay writable; the fork server wipes the last two.
+	a = append(a, "--remount-ro", "/dev", "--remount-ro", "/")
 	if s.SeccompFD > 0 {
 		a = append(a, "--seccomp", fd(s.SeccompFD))
 	}

@@ -123,7 +123,7 @@ func errnoEntry(names []string, errno syscall.Errno) ProfileSyscall {
 // argument, and so alternatives.
 func conditionalEntries(r rule) ([]ProfileSyscall, error) {
 	var out []ProfileSyscall
-	for _, t := range r.tests {
+	for i, t := range r.tests {
 		if t.arg > 5 || len(t.vals) == 0 {
 			return nil, fmt.Errorf("build seccomp profile: bad test on %s", r.Syscall)
 		}
@@ -161,9 +161,11 @@ func conditionalEntries(r rule) ([]ProfileSyscall, error) {
 			continue
 		}
 		// Allowed values first, then the call refused: the allowing entry
-		// would skip any other test of the rule, so there must be none.
-		if len(r.tests) != 1 {
-			return nil, fmt.Errorf("build seccomp profile: %s: a not-in test must be the rule's only one", r.Syscall)
+		// would skip any test after it, so it must come last; the tests
+		// before it have refused already what they refuse (the first
+		// matching entry decides).
+		if i != len(r.tests)-1 {
+			return nil, fmt.Errorf("build seccomp profile: %s: a not-in test must be the rule's last", r.Syscall)
 		}
 		out = append(out,
 			ProfileSyscall{Names: []string{r.Syscall}, Action: actAllow, Args: args},

@@ -53,8 +53,9 @@ const (
 	cloneNewNet    = 0x40000000
 	cloneNamespace = cloneNewNS | cloneNewCgroup | cloneNewUTS | cloneNewIPC | cloneNewUser | cloneNewPID | cloneNewNet
 
-	afNetlink = 16
-	afPacket  = 17
+	afUnix  = 1
+	afInet  = 2
+	afInet6 = 10
 
 	sockTypeMask = 0xf // the kernel's SOCK_TYPE_MASK; the rest is SOCK_NONBLOCK|SOCK_CLOEXEC
 	sockRaw      = 3
@@ -117,6 +118,9 @@ var always = [][]string{
 	// them for a later execution to find.
 	{"shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl",
 		"semget", "semop", "semtimedop", "semctl"},
+	// POSIX message queues too: they live in the sandbox's IPC namespace,
+	// which outlives every execution of a warm sandbox.
+	{"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"},
 }
 
 // notEverywhere are calls in always that some supported architectures do
@@ -132,12 +136,20 @@ var conditional = []rule{
 		tests: []argTest{{arg: 0, op: opAnyBit, vals: []uint32{cloneNamespace}}},
 	},
 	{
+		// An allow-list of families: the network namespace holds only a
+		// loopback, but some families (AF_VSOCK to the hypervisor, AF_NETLINK
+		// to the kernel, AF_PACKET) reach past it or widen the kernel surface.
 		Rule: Rule{Syscall: "socket", Errno: eperm,
-			When: "domain is AF_NETLINK or AF_PACKET, or type is SOCK_RAW or SOCK_PACKET"},
+			When: "domain is not AF_UNIX, AF_INET or AF_INET6, or type is SOCK_RAW or SOCK_PACKET"},
+		// The not-in test last: OCIProfile needs it so (see there).
 		tests: []argTest{
-			{arg: 0, op: opIn, vals: []uint32{afNetlink, afPacket}},
 			{arg: 1, mask: sockTypeMask, op: opIn, vals: []uint32{sockRaw, sockPacket}},
+			{arg: 0, op: opNotIn, vals: []uint32{afUnix, afInet, afInet6}},
 		},
+	},
+	{
+		Rule: Rule{Syscall: "socketpair", Errno: eperm, When: "domain is not AF_UNIX"},
+		tests: []argTest{{arg: 0, op: opNotIn, vals: []uint32{afUnix}}},
 	},
 	{
 		Rule: Rule{Syscall: "ioctl", Errno: eperm,
