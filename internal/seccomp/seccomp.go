@@ -148,7 +148,7 @@ var conditional = []rule{
 		},
 	},
 	{
-		Rule: Rule{Syscall: "socketpair", Errno: eperm, When: "domain is not AF_UNIX"},
+		Rule:  Rule{Syscall: "socketpair", Errno: eperm, When: "domain is not AF_UNIX"},
 		tests: []argTest{{arg: 0, op: opNotIn, vals: []uint32{afUnix}}},
 	},
 	{
