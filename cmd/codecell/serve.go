@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/httpapi"
@@ -66,7 +65,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	go a.server.TrimWhenIdle(ctx)
 	if *addr == "" {
 		a.log.Info("serving MCP over stdio", "isolation", a.sandbox.Level())
-		err := a.server.MCP().Run(ctx, &mcp.StdioTransport{})
+		err := a.server.MCP().Run(ctx, server.NewStdioTransport(os.Stdin, os.Stdout))
 		if ctx.Err() != nil {
 			return nil
 		}
