@@ -294,7 +294,7 @@ func (x *exchange) finish(res *Result, exit exitInfo, lim Limits) {
 	case x.result != nil && exit.signal == 0:
 		res.OK = x.result.OK
 		res.Error = x.result.Error
-		res.Result = x.result.value()
+		res.Result = capResult(x.result.value(), lim.Output)
 		res.Images, res.ImagesDropped = x.result.images()
 		if !res.OK && res.Error == nil {
 			res.Error = failure(ErrSandbox, "the runner reported a failure without an error")

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -76,5 +77,33 @@ func TestResultFrameImages(t *testing.T) {
 	}
 	if len(dropped) != 3 || len(dropped[0]) > 200 || !strings.Contains(dropped[1], "text/html") {
 		t.Errorf("dropped %q", dropped)
+	}
+}
+
+// TestResultCappedByHost: a result frame the code writes itself, past the
+// runner's own cut, is held to the output limit by the host.
+func TestResultCappedByHost(t *testing.T) {
+	big := strings.Repeat("x", 5000)
+	if got := capResult(big, 1000).(string); !strings.HasPrefix(got, big[:1000]) || len(got) > 1200 || !strings.Contains(got, "4000 more characters dropped") {
+		t.Errorf("string: %d bytes: %.80q", len(got), got)
+	}
+	if got := capResult(map[string]any{"a": big}, 1000); !strings.Contains(fmt.Sprint(got), "over the output limit") {
+		t.Errorf("object: %.80v", got)
+	}
+	if got := capResult(map[string]any{"a": "b"}, 1000); fmt.Sprint(got) != "map[a:b]" {
+		t.Errorf("small object: %v", got)
+	}
+
+	m, ws := newTestManager(t, Production, Limits{Output: 1 << 10}, 1)
+	forged := `
+import json, os, struct
+from codecell import _rpc
+frame = json.dumps({"type": "result", "ok": True, "error": None, "result": {"kind": "repr", "value": "y" * 3000000}}).encode()
+_rpc._chan.send(json.loads(frame))
+os._exit(0)
+`
+	r := exec1(t, m, ws, forged, 60*time.Second)
+	if s, _ := r.Result.(string); len(s) > 2<<10 || !strings.HasPrefix(s, "yyy") || !strings.Contains(s, "dropped") {
+		t.Errorf("a forged result frame returned %d bytes past a 1 KiB limit (%.60q, error %+v)", len(s), s, r.Error)
 	}
 }

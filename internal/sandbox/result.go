@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Error types that are not Python exception names (SPEC §4.1).
@@ -182,6 +183,33 @@ func (f *resultFrame) value() any {
 	var v any
 	if err := json.Unmarshal(f.Result.Value, &v); err != nil {
 		return nil
+	}
+	return v
+}
+
+// resultSlack is what a result may exceed the output limit by: the
+// runner's note of what it cut.
+const resultSlack = 256
+
+// capResult holds a result to the output limit. The runner cuts results
+// itself, but the runner is in the sandbox: code can write a result frame
+// of its own, as large as a frame goes. A string (a repr) is cut to the
+// limit in characters; another value past it in JSON bytes is replaced by a
+// note, since half a JSON value means nothing.
+func capResult(v any, limit int64) any {
+	if limit <= 0 || v == nil {
+		return v
+	}
+	if s, ok := v.(string); ok {
+		if n := int64(utf8.RuneCountInString(s)); n > limit+resultSlack {
+			cut := []rune(s)[:limit]
+			return string(cut) + fmt.Sprintf("... [codecell: result cut at the output limit, %d more characters dropped]", n-limit)
+		}
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil || int64(len(b)) > limit+resultSlack {
+		return fmt.Sprintf("[codecell: the result, %d bytes of JSON, is over the output limit of %d bytes and was dropped]", len(b), limit)
 	}
 	return v
 }
