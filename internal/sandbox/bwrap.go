@@ -32,6 +32,11 @@ var sandboxEnv = [][2]string{
 	{"LANG", "C.UTF-8"},
 	{"PYTHONUNBUFFERED", "1"},
 	{"MPLBACKEND", "Agg"},
+	// HOME is the workspace, so a user site directory there
+	// (~/.local/lib/python3.X/site-packages, with its .pth files and
+	// usercustomize) would run in every python subprocess the code starts:
+	// a file fetched into the workspace must not run unasked.
+	{"PYTHONNOUSERSITE", "1"},
 }
 
 // bwrapSpec is everything the bubblewrap command line depends on. Descriptor

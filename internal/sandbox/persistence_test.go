@@ -78,3 +78,24 @@ result = found
 		})
 	}
 }
+
+// TestUserSiteIgnored: a .pth file in the workspace's user site directory
+// (HOME is the workspace) does not run in a later execution's python
+// subprocess.
+func TestUserSiteIgnored(t *testing.T) {
+	m, ws := newTestManager(t, Production, Limits{}, 1)
+	plant := `
+import os
+d = os.path.expanduser("~/.local/lib/python%d.%d/site-packages" % __import__("sys").version_info[:2])
+os.makedirs(d, exist_ok=True)
+open(d + "/evil.pth", "w").write("import sys; sys.stderr.write('PTH RAN')\n")
+open(d + "/usercustomize.py", "w").write("import sys; sys.stderr.write('USERCUSTOMIZE RAN')\n")
+`
+	if r := exec1(t, m, ws, plant, 60*time.Second); !r.OK {
+		t.Fatalf("plant: %+v", r.Error)
+	}
+	r := exec1(t, m, ws, "import subprocess\nsubprocess.run(['/usr/bin/python3', '-c', 'pass'], capture_output=True, text=True).stderr", 60*time.Second)
+	if !r.OK || r.Result != "" {
+		t.Errorf("a python subprocess ran the workspace's user site: %v %+v", r.Result, r.Error)
+	}
+}
