@@ -37,6 +37,10 @@ type Upstreams interface {
 	Call(ctx context.Context, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error)
 	Tools() []catalog.Tool
 	Statuses() []upstream.Status
+	// Wait returns once the server is connected and RefreshTools has seen
+	// its tools, or says why not (upstream.ErrStarting when ctx ended
+	// first). Code that imports a server still starting waits with it.
+	Wait(ctx context.Context, server string) error
 }
 
 // Options configure a Server.
@@ -155,7 +159,7 @@ func New(opts Options) (*Server, error) {
 // from the upstreams' current tools. Upstreams call it when their tools
 // change.
 func (s *Server) RefreshTools() error {
-	if err := s.tools.rebuild(s.up.Tools()); err != nil {
+	if err := s.tools.rebuild(s.up); err != nil {
 		s.log.Error("refresh tools", "error", err)
 		return err
 	}
@@ -170,6 +174,9 @@ func (noUpstreams) Call(context.Context, string, string, json.RawMessage) (*mcp.
 }
 func (noUpstreams) Tools() []catalog.Tool       { return nil }
 func (noUpstreams) Statuses() []upstream.Status { return []upstream.Status{} }
+func (noUpstreams) Wait(_ context.Context, server string) error {
+	return fmt.Errorf("%w %q", upstream.ErrUnknownServer, server)
+}
 
 // Close ends every session. The Executor is the caller's to close, after.
 func (s *Server) Close() {
