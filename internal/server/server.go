@@ -52,7 +52,9 @@ type Options struct {
 	Envs      *envs.Manager  // nil disables the env toolset; executions use the system Python
 	Store     *store.Store   // the PII vault and the execution log; nil keeps tokens in memory, logs no executions and leaves out get_execution_stats
 	// GenDir is where the generated servers package is published for the
-	// sandbox (sandbox.Options.GenDir); "" means it is not written.
+	// sandbox (sandbox.Options.GenDir); "" means it is not written. It must
+	// be this process's own: publishing repoints GenDir/servers, which would
+	// pull the package out from under another process's sandboxes.
 	GenDir string
 	// Skills keeps the saved skills; nil leaves out the skills toolset and
 	// executions have no skills package.
