@@ -33,6 +33,7 @@ var forbidden = map[string][]string{
 	"skills":    {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/server", "github.com/codecell/codecell/internal/sandbox"},
 	"dashboard": {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"metrics":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"procdir":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 }
 
 func TestLayering(t *testing.T) {

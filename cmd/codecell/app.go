@@ -10,6 +10,7 @@ import (
 
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/envs"
+	"github.com/codecell/codecell/internal/procdir"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/seccomp"
 	"github.com/codecell/codecell/internal/server"
@@ -21,6 +22,7 @@ import (
 // app is what serve and exec share: the config, the data dir, the sandbox
 // manager and the MCP server.
 type app struct {
+	proc      *procdir.Dir // this process's own directory under state/proc
 	db        *store.Store
 	cfg       *config.Config
 	dataDir   string
@@ -86,7 +88,15 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	}
 	sb := cfg.Sandbox
 	stateDir := filepath.Join(dataDir, "state")
-	genDir := filepath.Join(stateDir, "gen")
+	// What this process generates for its own sandboxes (the servers
+	// package of its upstreams) goes in a directory of its own: other
+	// processes on this data dir (a server per desktop window, exec, tools)
+	// generate theirs, and must not replace it under this one's code.
+	proc, err := procdir.Claim(filepath.Join(stateDir, "proc"))
+	if err != nil {
+		return nil, err
+	}
+	genDir := filepath.Join(proc.Path(), "gen")
 	mgr, err := sandbox.New(sandbox.Options{
 		Level:  level,
 		Python: sb.Python,
@@ -102,6 +112,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		Logger:         log,
 	})
 	if err != nil {
+		proc.Release()
 		return nil, err
 	}
 	// The upstreams tell the server when their tools change; the server
@@ -122,6 +133,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	db, err := store.Open(dbPath(dataDir))
 	if err != nil {
 		mgr.Close()
+		proc.Release()
 		return nil, fmt.Errorf("open the database: %w", err)
 	}
 	environments := envs.New(envs.Options{
@@ -132,19 +144,21 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	if err != nil {
 		mgr.Close()
 		db.Close()
+		proc.Release()
 		return nil, err
 	}
 	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, Skills: skillsMgr, GenDir: genDir, DataDir: dataDir, Version: version, Logger: log})
 	if err != nil {
 		mgr.Close()
 		db.Close()
+		proc.Release()
 		return nil, err
 	}
 	ups.Start()
 	if level == sandbox.Development {
 		log.Warn("isolation level development: code runs as a plain subprocess with limits only, not in a sandbox")
 	}
-	return &app{db: db, cfg: cfg, dataDir: dataDir, log: log, sandbox: mgr, upstreams: ups, server: srv}, nil
+	return &app{proc: proc, db: db, cfg: cfg, dataDir: dataDir, log: log, sandbox: mgr, upstreams: ups, server: srv}, nil
 }
 
 // lookPath is the absolute path of a program on PATH, or "".
@@ -165,4 +179,5 @@ func (a *app) close() {
 	a.upstreams.Close()
 	a.sandbox.Close()
 	a.db.Close()
+	a.proc.Release() // last: the sandboxes mounted what is in it
 }

@@ -76,12 +76,11 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 		sb.Memory>>20, sb.Pids, sb.CPUTime, sb.Timeout, sb.MaxTimeout, sb.Output>>10, sb.TmpSize>>20, sb.FileSize>>20, sb.OpenFiles, sb.Pool)
 
 	if len(cfg.MCPServers) > 0 {
-		// Connect for real, as serve would, and say how each one went.
-		ups := upstream.New(upstream.Options{Servers: cfg.MCPServers, BaseEnv: config.BaseEnv(os.Getenv), ConnectTimeout: 20 * time.Second})
+		// Connect for real, as serve would, with the same startupTimeout
+		// each, and say how each one went.
+		ups := upstream.New(upstream.Options{Servers: cfg.MCPServers, BaseEnv: config.BaseEnv(os.Getenv)})
 		ups.Start()
-		wait, cancel := context.WithTimeout(ctx, 25*time.Second)
-		ups.WaitStarted(wait)
-		cancel()
+		ups.WaitStarted(ctx)
 		for _, st := range ups.Statuses() {
 			line := fmt.Sprintf("%s, %s, %d tools", st.State, st.Transport, st.Tools)
 			if st.Error != "" {

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/codecell/codecell/internal/server"
 )
@@ -29,11 +28,10 @@ func runTools(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer a.close()
-	// Give the upstreams their start; one that is slow or broken is
-	// reported as such rather than waited for.
-	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
-	a.upstreams.WaitStarted(wait)
-	cancel()
+	// Give the upstreams their start, each bounded by its startupTimeout
+	// (a shorter bound here would report as failed a server that serve
+	// would have waited for).
+	a.upstreams.WaitStarted(ctx)
 	a.server.RefreshTools()
 
 	print := printer(g.stdout, *asJSON)

@@ -302,13 +302,17 @@ func TestToolCallLimit(t *testing.T) {
 
 func TestToolsCommandAndDoctor(t *testing.T) {
 	requireProduction(t)
-	cfg := fmt.Sprintf(`{"mcpServers": {"fake": {"command": %q}, "broken": {"command": "/nonexistent/mcp-server"}},
-		"sandbox": {"isolation": "production", "python": "/usr/bin/python3"}}`, fakeUpstream(t))
+	// "mute" never answers: tools and doctor give up on it after its own
+	// startupTimeout, as serve does.
+	cfg := fmt.Sprintf(`{"mcpServers": {"fake": {"command": %q}, "broken": {"command": "/nonexistent/mcp-server"},
+		"mute": {"command": %q, "args": ["-wait-for", "/nonexistent/never"], "startupTimeout": "1s"}},
+		"sandbox": {"isolation": "production", "python": "/usr/bin/python3"}}`, fakeUpstream(t), fakeUpstream(t))
 	cfgPath, dataDir := testDirs(t, cfg)
 	flags := []string{"--config", cfgPath, "--data-dir", dataDir}
 
 	out, code := runCLI(t, append([]string{"tools", "list"}, flags...)...)
-	if code != 0 || !strings.Contains(out, "fake.add_numbers") || !strings.Contains(out, "broken (failed") {
+	if code != 0 || !strings.Contains(out, "fake.add_numbers") || !strings.Contains(out, "broken (failed") ||
+		!strings.Contains(out, "mute (failed, 0 tools): connect: no answer within its startupTimeout of 1s") {
 		t.Fatalf("tools list exit %d:\n%s", code, out)
 	}
 	out, code = runCLI(t, append([]string{"tools", "search", "add two numbers"}, flags...)...)
@@ -325,7 +329,8 @@ func TestToolsCommandAndDoctor(t *testing.T) {
 	}
 	out, code = runCLI(t, append([]string{"doctor"}, flags...)...)
 	if code != 0 || !regexp.MustCompile(`upstream fake\s+connected, stdio, 9 tools`).MatchString(out) ||
-		!regexp.MustCompile(`upstream broken\s+failed, stdio, 0 tools: .*nonexistent`).MatchString(out) {
+		!regexp.MustCompile(`upstream broken\s+failed, stdio, 0 tools: .*nonexistent`).MatchString(out) ||
+		!regexp.MustCompile(`upstream mute\s+failed, stdio, 0 tools: connect: no answer within its startupTimeout of 1s`).MatchString(out) {
 		t.Fatalf("doctor exit %d:\n%s", code, out)
 	}
 }

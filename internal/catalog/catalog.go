@@ -17,12 +17,13 @@ import (
 // The Tools it returns share their schema bytes with the Catalog; callers
 // must not modify them.
 type Catalog struct {
-	docs      []doc            // sorted by qualified name
-	docServer []int32          // docs[i].server, packed for the search's inner loop
-	byIdent   map[string]int   // "server.ident" -> index into docs
-	byName    map[string]int   // "server.originalName" -> index into docs
-	servers   []string         // sorted
-	serverID  map[string]int32 // server name -> index into servers
+	docs      []doc             // sorted by qualified name
+	docServer []int32           // docs[i].server, packed for the search's inner loop
+	byIdent   map[string]int    // "server.ident" -> index into docs
+	byName    map[string]int    // "server.originalName" -> index into docs
+	servers   []string          // sorted
+	serverID  map[string]int32  // server name -> index into servers
+	modules   map[string]string // server name -> Python module, for servers with and without tools
 	index     index
 
 	// scratch holds *scratch values sized for docs: working memory of
@@ -38,7 +39,12 @@ type Catalog struct {
 // order of their names, get the first free of "_2", "_3", .... The result
 // therefore does not depend on the order of tools. Ident fields set by the
 // caller are ignored. New copies what it keeps; the caller may reuse tools.
-func New(tools []Tool) *Catalog {
+//
+// Each tool's Module is chosen among the modules of its server and of the
+// others: those of tools, and those named in more, servers that have no
+// tools (yet). Naming every configured server keeps a server's module the
+// same before and after it connects (see Module).
+func New(tools []Tool, more ...string) *Catalog {
 	ts := make([]Tool, len(tools))
 	for i, t := range tools {
 		t.InputSchema = bytes.Clone(t.InputSchema)
@@ -46,13 +52,14 @@ func New(tools []Tool) *Catalog {
 		ts[i] = t
 	}
 	assignIdents(ts)
-	assignModules(ts)
+	modules := assignModules(ts, more)
 
 	c := &Catalog{
 		docs:     make([]doc, len(ts)),
 		byIdent:  make(map[string]int, len(ts)),
 		byName:   make(map[string]int, len(ts)),
 		serverID: make(map[string]int32),
+		modules:  modules,
 	}
 	for i, t := range ts {
 		c.docs[i] = doc{tool: t, qualified: t.QualifiedName()}
@@ -177,6 +184,13 @@ func (c *Catalog) Lookup(qualified string) (Tool, bool) {
 	return Tool{}, false
 }
 
+// Module returns the Python module of a server New was told of, with tools
+// or without, and whether it was.
+func (c *Catalog) Module(server string) (string, bool) {
+	m, ok := c.modules[server]
+	return m, ok
+}
+
 // Servers returns the names of the servers that have at least one tool,
 // sorted. The slice is the caller's.
 func (c *Catalog) Servers() []string { return slices.Clone(c.servers) }
@@ -278,11 +292,15 @@ func ModuleName(server string) string {
 }
 
 // assignModules sets each tool's Module, unique per server: servers whose
-// names give the same module name get "_2", "_3", ... in name order.
-func assignModules(ts []Tool) {
+// names give the same module name get "_2", "_3", ... in name order, among
+// the servers of ts and the more. It returns every server's module.
+func assignModules(ts []Tool, more []string) map[string]string {
 	servers := map[string]string{}
 	for _, t := range ts {
 		servers[t.Server] = ""
+	}
+	for _, name := range more {
+		servers[name] = ""
 	}
 	names := sortedKeys(servers)
 	taken := map[string]bool{}
@@ -298,4 +316,5 @@ func assignModules(ts []Tool) {
 	for i := range ts {
 		ts[i].Module = servers[ts[i].Server]
 	}
+	return servers
 }

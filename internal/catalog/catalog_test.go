@@ -434,3 +434,26 @@ func TestModuleNames(t *testing.T) {
 		t.Errorf("Lookup(a_b.x) = %+v %v", tool, ok)
 	}
 }
+
+// TestModulesOfServersWithoutTools: servers named without tools take part in
+// the choice of modules, so a server keeps its module when it connects.
+func TestModulesOfServersWithoutTools(t *testing.T) {
+	before := New([]Tool{{Server: "a_b", Name: "y"}}, "a-b", "a_b", "slow")
+	after := New([]Tool{{Server: "a_b", Name: "y"}, {Server: "a-b", Name: "x"}}, "a-b", "a_b", "slow")
+	for _, c := range []*Catalog{before, after} {
+		for server, want := range map[string]string{"a-b": "a_b", "a_b": "a_b_2", "slow": "slow"} {
+			if got, ok := c.Module(server); !ok || got != want {
+				t.Errorf("Module(%q) = %q, %v, want %q", server, got, ok, want)
+			}
+		}
+		if tool, ok := c.Lookup("a_b_2.y"); !ok || tool.Server != "a_b" {
+			t.Errorf("Lookup(a_b_2.y) = %+v %v", tool, ok)
+		}
+		if _, ok := c.Module("nope"); ok {
+			t.Error("Module of a server never named")
+		}
+	}
+	if got := before.Servers(); len(got) != 1 || got[0] != "a_b" {
+		t.Errorf("Servers() = %q, want only the server with tools", got)
+	}
+}

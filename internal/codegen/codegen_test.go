@@ -239,7 +239,7 @@ func TestGenerateErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			files, err := Generate(tc.servers)
+			files, err := Generate(tc.servers, nil)
 			if err == nil {
 				t.Fatalf("Generate succeeded with %d files, want an error", len(files))
 			}
@@ -253,9 +253,30 @@ func TestGenerateErrors(t *testing.T) {
 	}
 }
 
+func TestGeneratePendingErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		servers map[string][]catalog.Tool
+		pending map[string]string
+		want    string
+	}{
+		{"hyphen", nil, map[string]string{"my-server": "my-server"}, `server "my-server": invalid name: not a Python identifier`},
+		{"reserved", nil, map[string]string{"_x": "x"}, `names starting with _ are reserved`},
+		{"both", map[string][]catalog.Tool{"s": nil}, map[string]string{"s": "s"}, `server "s": invalid name: both pending and with tools`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Generate(tc.servers, tc.pending)
+			if !errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Generate = %v, want ErrInvalidName saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestGenerateEmpty(t *testing.T) {
 	for _, servers := range []map[string][]catalog.Tool{nil, {"idle": nil}} {
-		files, err := Generate(servers)
+		files, err := Generate(servers, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,10 +337,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// pendingFixture is the server the golden files cover that is not connected
+// yet.
+func pendingFixture() map[string]string { return map[string]string{"slow_server": "slow-server"} }
+
 // TestGolden compares the generated tree of the fixture with
 // testdata/golden; go test -update rewrites it.
 func TestGolden(t *testing.T) {
-	files, err := Generate(fixture())
+	files, err := Generate(fixture(), pendingFixture())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +417,7 @@ func diff(want, got string) string {
 // Generate writes, and Signature exactly its def line.
 func TestSourceMatchesGenerate(t *testing.T) {
 	servers := fixture()
-	files, err := Generate(servers)
+	files, err := Generate(servers, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,11 @@
 // server's module only on first use, so "import servers" stays cheap however
 // many tools there are), one package per server that re-exports its tools,
 // one module per tool, and servers/INDEX.md for people and agents who browse
-// the files. Signature and Source give one tool's signature line and module
-// source, as search results show them.
+// the files. A server not connected yet gets a stand-in package whose import
+// waits for it through the host and then loads its real package, so that
+// code run while servers start does not fail with ModuleNotFoundError.
+// Signature and Source give one tool's signature line and module source, as
+// search results show them.
 //
 // Generation never fails on what an upstream server says about its tools: a
 // schema that cannot be read gives a function that takes "**kwargs: Any", a

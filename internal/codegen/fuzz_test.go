@@ -164,7 +164,7 @@ func FuzzGenerate(f *testing.F) {
 			{Server: "fuzz", Name: name, Ident: "tool", Title: name, Description: desc, InputSchema: schema, OutputSchema: schema},
 			{Server: "fuzz", Name: desc, Ident: "other", Title: desc, Description: name, InputSchema: prop},
 		}
-		files, err := Generate(map[string][]catalog.Tool{"fuzz": tools})
+		files, err := Generate(map[string][]catalog.Tool{"fuzz": tools}, nil)
 		if err != nil {
 			t.Fatalf("Generate: %v", err)
 		}

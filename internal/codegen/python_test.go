@@ -29,7 +29,8 @@ func needPython(t testing.TB) {
 
 // fakeRPC stands in for the sandbox's codecell._rpc: it records each call
 // and answers with what it was asked, the tool "fail" raises ToolError, and
-// the async calls of the tool "slow" take 0.3 s.
+// the async calls of the tool "slow" take 0.3 s. Other host calls (request)
+// are the test's to answer.
 const fakeRPC = `import asyncio
 
 calls = []
@@ -60,6 +61,10 @@ async def acall(server, tool, arguments):
     calls.append([server, tool, arguments])
     await asyncio.sleep(0.3 if tool == "slow" else 0)
     return {"server": server, "tool": tool, "arguments": arguments}
+
+
+def request(method, params):
+    raise RuntimeError("no host here: a test replaces request to answer " + method)
 `
 
 // writeTree writes files under dir, with the fake codecell runtime.
@@ -178,7 +183,7 @@ print(json.dumps({
 func TestPythonCalls(t *testing.T) {
 	needPython(t)
 	servers := fixture()
-	files, err := Generate(servers)
+	files, err := Generate(servers, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +286,7 @@ func TestImportTime(t *testing.T) {
 		t.Skip("runs python nine times")
 	}
 	needPython(t)
-	files, err := Generate(map[string][]catalog.Tool{"big": bigServer(100)})
+	files, err := Generate(map[string][]catalog.Tool{"big": bigServer(100)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,5 +317,109 @@ func TestImportTime(t *testing.T) {
 		cold.ServersMS, cold.BigMS, warm.BigMS)
 	if cold.Exports != 200 || warm.Exports != 200 {
 		t.Errorf("servers.big exports %d names (%d with the cache), want 200", cold.Exports, warm.Exports)
+	}
+}
+
+// standInScript imports servers that were not connected when the package
+// was generated. Its host answers server_ready for "slow-server" by
+// publishing the package generated once it connected (the servers symlink
+// moves, as the real host's publish does), refuses "broken" with the reason,
+// and says "empty" is connected without publishing anything for it.
+const standInScript = `
+import json, os, sys
+root = sys.argv[1]
+sys.path.insert(0, root)
+sys.path.insert(0, os.path.join(root, "gen"))
+
+from codecell import _rpc
+asked = []
+def request(method, params):
+    asked.append([method, params])
+    assert method == "server_ready", method
+    if params["server"] == "slow-server":
+        tmp = os.path.join(root, "gen", ".servers-new")
+        os.symlink(os.path.join("..", "v2", "servers"), tmp)
+        os.replace(tmp, os.path.join(root, "gen", "servers"))
+        return {"state": "connected"}
+    if params["server"] == "broken":
+        raise ImportError("server unavailable: broken failed (connect: EOF (stderr: Cannot find package 'zod'))")
+    return {"state": "connected"}
+_rpc.request = request
+
+import servers
+assert {"slow_server", "broken", "empty"} <= set(dir(servers)), dir(servers)
+
+from servers.slow_server import echo, echo_async
+assert echo(message="hi")["arguments"] == {"message": "hi"}
+assert servers.slow_server.echo is echo
+assert servers.slow_server.__doc__.startswith("slow_server: 1 tool."), servers.slow_server.__doc__
+from servers.slow_server import echo as again  # imported: the host is not asked twice
+assert again is echo
+
+errors = {}
+for name in ["broken", "empty"]:
+    try:
+        __import__("servers." + name)
+    except ImportError as e:
+        errors[name] = [type(e).__name__, str(e), e.name]
+    else:
+        raise AssertionError("servers.%s imported" % name)
+    assert "servers." + name not in sys.modules
+print(json.dumps({"asked": asked, "errors": errors, "calls": _rpc.calls}))
+`
+
+// TestPythonStandIn: importing a server that was not connected when the
+// package was generated waits for it through the host, then gives its
+// tools; when the server does not come, ImportError says why.
+func TestPythonStandIn(t *testing.T) {
+	needPython(t)
+	tool := catalog.Tool{Server: "slow-server", Name: "echo", Ident: "echo",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`)}
+	before, err := Generate(nil, map[string]string{"slow_server": "slow-server", "broken": "broken", "empty": "empty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := Generate(map[string][]catalog.Tool{"slow_server": {tool}}, map[string]string{"broken": "broken", "empty": "empty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for name, data := range before {
+		files["v1/"+name] = data
+	}
+	for name, data := range after {
+		files["v2/"+name] = data
+	}
+	dir := t.TempDir()
+	writeTree(t, dir, files)
+	if err := os.MkdirAll(filepath.Join(dir, "gen"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..", "v1", "servers"), filepath.Join(dir, "gen", "servers")); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Asked  [][]any             `json:"asked"`
+		Errors map[string][]string `json:"errors"`
+		Calls  [][]any             `json:"calls"`
+	}
+	out := runPython(t, dir, standInScript, "-B")
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	asked, _ := json.Marshal(got.Asked)
+	if want := `[["server_ready",{"server":"slow-server"}],["server_ready",{"server":"broken"}],["server_ready",{"server":"empty"}]]`; string(asked) != want {
+		t.Errorf("host calls %s, want %s", asked, want)
+	}
+	if len(got.Calls) != 1 {
+		t.Errorf("tool calls %v, want the one echo", got.Calls)
+	}
+	for name, want := range map[string]string{
+		"broken": "cannot import servers.broken: server unavailable: broken failed (connect: EOF (stderr: Cannot find package 'zod'))",
+		"empty":  "cannot import servers.empty: the server 'empty' is connected but has no tools",
+	} {
+		if e := got.Errors[name]; len(e) != 3 || e[0] != "ImportError" || e[1] != want || e[2] != "servers."+name {
+			t.Errorf("import servers.%s: %q, want ImportError %q", name, e, want)
+		}
 	}
 }

@@ -41,6 +41,11 @@ type Server struct {
 	Transport string            // "stdio" (command), "streamable-http" (default for url), "sse"
 	Disabled  bool              // configured but not started
 	Timeout   time.Duration     // per tool call; JSON key "timeout", default 60s
+	// StartupTimeout bounds starting (or dialling) the server, initializing
+	// it and listing its tools; JSON key "startupTimeout", default
+	// DefaultStartupTimeout. Code that imports the server while it starts
+	// waits for it up to this bound.
+	StartupTimeout time.Duration
 }
 
 // Sandbox holds the isolation level and the limits applied to every
@@ -111,6 +116,12 @@ type Sessions struct {
 // defaultServerTimeout bounds one upstream tool call unless the server's
 // "timeout" says otherwise.
 const defaultServerTimeout = 60 * time.Second
+
+// DefaultStartupTimeout is a server's "startupTimeout" unless it says
+// otherwise. It is generous because a server run with "npx -y" may install
+// itself first: that takes about 20 s on a cold npm cache, and a bound that
+// kills the server mid-install makes it fail every time.
+const DefaultStartupTimeout = 60 * time.Second
 
 // Default returns the configuration used when no file is found. Each call
 // returns a new value the caller may modify.

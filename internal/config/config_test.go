@@ -151,13 +151,13 @@ func TestSpecExample(t *testing.T) {
 	want.MCPServers = map[string]Server{
 		"everything": {
 			Name: "everything", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-everything"},
-			Env: map[string]string{"K": "V"}, Cwd: "/some/dir", Transport: "stdio", Timeout: 60 * time.Second,
+			Env: map[string]string{"K": "V"}, Cwd: "/some/dir", Transport: "stdio", Timeout: 60 * time.Second, StartupTimeout: 60 * time.Second,
 		},
 		"remote": {
 			Name: "remote", URL: "https://example.test/mcp", Headers: map[string]string{"Authorization": "Bearer remote-secret"},
-			Transport: "streamable-http", Timeout: 60 * time.Second,
+			Transport: "streamable-http", Timeout: 60 * time.Second, StartupTimeout: 60 * time.Second,
 		},
-		"paused": {Name: "paused", Command: "some-server", Disabled: true, Transport: "stdio", Timeout: 60 * time.Second},
+		"paused": {Name: "paused", Command: "some-server", Disabled: true, Transport: "stdio", Timeout: 60 * time.Second, StartupTimeout: 90 * time.Second},
 	}
 	want.Policy = Policy{Allow: []string{"*"}, Deny: []string{"everything.get-env"}}
 	want.HTTP = HTTP{Tokens: map[string]string{token: "team-a"}, AllowedOrigins: []string{}}
@@ -170,7 +170,7 @@ func TestParseFull(t *testing.T) {
 	const data = `{
   "$schema": "https://example.test/codecell.schema.json",
   "mcpServers": {
-    "local": {"command": "/usr/bin/srv", "args": ["--dir", "${DATA_DIR}/x"], "env": {"${KEY_NAME}": "v", "PLAIN": "$$literal $NOBRACE"}, "cwd": "/srv", "timeout": 5},
+    "local": {"command": "/usr/bin/srv", "args": ["--dir", "${DATA_DIR}/x"], "env": {"${KEY_NAME}": "v", "PLAIN": "$$literal $NOBRACE"}, "cwd": "/srv", "timeout": 5, "startupTimeout": "2m"},
     "sse_1": {"url": "http://127.0.0.1:8080/sse", "transport": "sse", "headers": {"X-Api-Key": "${API_KEY}"}, "timeout": "1m30s"},
     "pasted": {"type": "http", "url": "https://mcp.example.test/mcp"},
     "off": {"command": "x", "type": "stdio", "disabled": true}
@@ -204,14 +204,14 @@ func TestParseFull(t *testing.T) {
 			"local": {
 				Name: "local", Command: "/usr/bin/srv", Args: []string{"--dir", "/data/x"},
 				Env: map[string]string{"MY_KEY": "v", "PLAIN": "$$literal $NOBRACE"}, Cwd: "/srv",
-				Transport: "stdio", Timeout: 5 * time.Second,
+				Transport: "stdio", Timeout: 5 * time.Second, StartupTimeout: 2 * time.Minute,
 			},
 			"sse_1": {
 				Name: "sse_1", URL: "http://127.0.0.1:8080/sse", Headers: map[string]string{"X-Api-Key": "k-123"},
-				Transport: "sse", Timeout: 90 * time.Second,
+				Transport: "sse", Timeout: 90 * time.Second, StartupTimeout: 60 * time.Second,
 			},
-			"pasted": {Name: "pasted", URL: "https://mcp.example.test/mcp", Transport: "streamable-http", Timeout: 60 * time.Second},
-			"off":    {Name: "off", Command: "x", Transport: "stdio", Disabled: true, Timeout: 60 * time.Second},
+			"pasted": {Name: "pasted", URL: "https://mcp.example.test/mcp", Transport: "streamable-http", Timeout: 60 * time.Second, StartupTimeout: 60 * time.Second},
+			"off":    {Name: "off", Command: "x", Transport: "stdio", Disabled: true, Timeout: 60 * time.Second, StartupTimeout: 60 * time.Second},
 		},
 		Sandbox: Sandbox{
 			Isolation: "hardened", Python: "/opt/py/bin/python3", Timeout: 10 * time.Second, MaxTimeout: 10 * time.Minute,
@@ -344,6 +344,10 @@ func TestParseErrors(t *testing.T) {
 		{"header value line break", `{"mcpServers": {"a": {"url": "https://x.test", "headers": {"A": "b\r\nEvil: 1"}}}}`, nil, []want{{"mcpServers.a.headers.A", "line break"}}},
 		{"bad env name", `{"mcpServers": {"a": {"command": "x", "env": {"A=B": "v"}}}}`, nil, []want{{`mcpServers.a.env["A=B"]`, "not a valid environment variable name"}}},
 		{"server timeout", `{"mcpServers": {"a": {"command": "x", "timeout": -1}}}`, nil, []want{{"mcpServers.a.timeout", "must be positive"}}},
+		{"zero startup timeout", `{"mcpServers": {"a": {"command": "x", "startupTimeout": 0}}}`, nil, []want{{"mcpServers.a.startupTimeout", "must be positive, not 0s"}}},
+		{"negative startup timeout", `{"mcpServers": {"a": {"url": "https://x.test", "startupTimeout": "-5s"}}}`, nil, []want{{"mcpServers.a.startupTimeout", "must be positive, not -5s"}}},
+		{"bad startup timeout", `{"mcpServers": {"a": {"command": "x", "startupTimeout": "soon"}}}`, nil, []want{{"mcpServers.a.startupTimeout", `"soon" is not a duration`}}},
+		{"startup timeout wrong type", `{"mcpServers": {"a": {"command": "x", "startupTimeout": true}}}`, nil, []want{{"mcpServers.a.startupTimeout", "must be a duration"}}},
 		{"env keys collide", `{"mcpServers": {"a": {"command": "x", "env": {"${A}": "1", "${B}": "2"}}}}`, map[string]string{"A": "K", "B": "K"},
 			[]want{{`mcpServers.a.env["${B}"]`, "same name as an earlier key"}}},
 		{"bad command skips shape check", `{"mcpServers": {"a": {"command": 1}}}`, nil, []want{{"mcpServers.a.command", "must be a string"}}},
@@ -698,14 +702,17 @@ func TestValidate(t *testing.T) {
 		{"toolsets with all", func(c *Config) { c.Toolsets = []string{"all"} }, "toolsets[0]"},
 		{"toolset twice", func(c *Config) { c.Toolsets = []string{"exec", "exec"} }, "toolsets[1]"},
 		{"server name differs from key", func(c *Config) {
-			c.MCPServers["a"] = Server{Name: "b", Command: "x", Transport: "stdio", Timeout: time.Second}
+			c.MCPServers["a"] = Server{Name: "b", Command: "x", Transport: "stdio", Timeout: time.Second, StartupTimeout: time.Second}
 		}, "mcpServers.a"},
 		{"server without transport", func(c *Config) {
-			c.MCPServers["a"] = Server{Name: "a", URL: "https://x.test", Timeout: time.Second}
+			c.MCPServers["a"] = Server{Name: "a", URL: "https://x.test", Timeout: time.Second, StartupTimeout: time.Second}
 		}, "mcpServers.a.transport"},
 		{"server without timeout", func(c *Config) {
-			c.MCPServers["a"] = Server{Name: "a", Command: "x", Transport: "stdio"}
+			c.MCPServers["a"] = Server{Name: "a", Command: "x", Transport: "stdio", StartupTimeout: time.Second}
 		}, "mcpServers.a.timeout"},
+		{"server without startup timeout", func(c *Config) {
+			c.MCPServers["a"] = Server{Name: "a", Command: "x", Transport: "stdio", Timeout: time.Second}
+		}, "mcpServers.a.startupTimeout"},
 		{"flag timeout above max", func(c *Config) { c.Sandbox.Timeout = time.Hour }, "sandbox.maxTimeout"},
 		{"origin not canonical", func(c *Config) { c.HTTP.AllowedOrigins = []string{"https://X.example/"} }, "http.allowedOrigins[0]"},
 		{"no python", func(c *Config) { c.Sandbox.Python = "" }, "sandbox.python"},

@@ -522,7 +522,7 @@ func (d *decoder) servers(v *value, path string, c *Config) {
 			d.note(p, "duplicate server name")
 			continue
 		}
-		s := Server{Name: m.key, Timeout: defaultServerTimeout}
+		s := Server{Name: m.key, Timeout: defaultServerTimeout, StartupTimeout: DefaultStartupTimeout}
 		if m.val.kind != kindNull {
 			d.server(m.val, p, &s)
 		}
@@ -543,9 +543,10 @@ func (d *decoder) server(v *value, path string, s *Server) {
 		"transport": d.setStr(&transport),
 		// "type" is how Claude Code, VS Code and others spell the transport;
 		// accepting it lets users paste their mcpServers unchanged.
-		"type":     d.setStr(&typ),
-		"disabled": d.setBool(&s.Disabled),
-		"timeout":  d.setDuration(&s.Timeout),
+		"type":           d.setStr(&typ),
+		"disabled":       d.setBool(&s.Disabled),
+		"timeout":        d.setDuration(&s.Timeout),
+		"startupTimeout": d.setDuration(&s.StartupTimeout),
 	})
 	if typ != "" {
 		t, ok := map[string]string{"stdio": "stdio", "http": "streamable-http", "streamable-http": "streamable-http", "sse": "sse"}[typ]

@@ -158,6 +158,9 @@ func (k *checker) server(name string, s Server) {
 	if s.Timeout <= 0 {
 		k.addf(join(p, "timeout"), "must be positive, not %s", formatDuration(s.Timeout))
 	}
+	if s.StartupTimeout <= 0 {
+		k.addf(join(p, "startupTimeout"), "must be positive, not %s", formatDuration(s.StartupTimeout))
+	}
 }
 
 func (k *checker) sandbox(s *Sandbox) {

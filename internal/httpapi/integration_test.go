@@ -65,6 +65,7 @@ func (oneUpstream) Tools() []catalog.Tool {
 func (oneUpstream) Statuses() []upstream.Status {
 	return []upstream.Status{{Name: "docs", State: upstream.Connected, Tools: 1}}
 }
+func (oneUpstream) Wait(context.Context, string) error { return nil }
 
 // TestOverHTTP runs known executions through /mcp as two namespaces and
 // reads them back through /metrics and the REST API.

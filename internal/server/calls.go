@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/upstream"
 )
 
 // execCalls answers one execution's calls to the host: upstream tool calls
@@ -68,8 +69,39 @@ func (e *execCalls) HandleCall(ctx context.Context, method string, params json.R
 			return nil, &sandbox.CallError{Kind: "LookupError", Message: err.Error()}
 		}
 		return entry, nil
+	case "server_ready":
+		// The stand-in package of a server that was not connected yet
+		// (see toolIndex.rebuild) asks this while the code imports it.
+		var p struct {
+			Server string `json:"server"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil || p.Server == "" {
+			return nil, &sandbox.CallError{Kind: "ValueError", Message: "server_ready needs a server"}
+		}
+		if err := e.s.waitServer(ctx, p.Server); err != nil {
+			return nil, &sandbox.CallError{Kind: "ImportError", Message: err.Error()}
+		}
+		return map[string]string{"state": string(upstream.Connected)}, nil
 	}
 	return nil, &sandbox.CallError{Kind: "ValueError", Message: fmt.Sprintf("unknown host call %q", method)}
+}
+
+// waitServer waits for an upstream server until it is connected and its
+// tools published, or until a little before the execution's deadline: the
+// code then fails with an ImportError that says the server is still
+// starting, rather than with a bare Timeout that says nothing of why.
+func (s *Server) waitServer(ctx context.Context, name string) error {
+	if deadline, ok := ctx.Deadline(); ok {
+		margin := min(time.Until(deadline)/5, 2*time.Second)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-margin))
+		defer cancel()
+	}
+	err := s.up.Wait(ctx, name)
+	if errors.Is(err, upstream.ErrStarting) {
+		return fmt.Errorf("%w; run the code again once list_tool_categories shows it connected", err)
+	}
+	return err
 }
 
 func (e *execCalls) callTool(ctx context.Context, p toolCallParams) (_ any, err error) {

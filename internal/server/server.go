@@ -37,6 +37,10 @@ type Upstreams interface {
 	Call(ctx context.Context, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error)
 	Tools() []catalog.Tool
 	Statuses() []upstream.Status
+	// Wait returns once the server is connected and RefreshTools has seen
+	// its tools, or says why not (upstream.ErrStarting when ctx ended
+	// first). Code that imports a server still starting waits with it.
+	Wait(ctx context.Context, server string) error
 }
 
 // Options configure a Server.
@@ -48,7 +52,9 @@ type Options struct {
 	Envs      *envs.Manager  // nil disables the env toolset; executions use the system Python
 	Store     *store.Store   // the PII vault and the execution log; nil keeps tokens in memory, logs no executions and leaves out get_execution_stats
 	// GenDir is where the generated servers package is published for the
-	// sandbox (sandbox.Options.GenDir); "" means it is not written.
+	// sandbox (sandbox.Options.GenDir); "" means it is not written. It must
+	// be this process's own: publishing repoints GenDir/servers, which would
+	// pull the package out from under another process's sandboxes.
 	GenDir string
 	// Skills keeps the saved skills; nil leaves out the skills toolset and
 	// executions have no skills package.
@@ -156,7 +162,7 @@ func New(opts Options) (*Server, error) {
 // from the upstreams' current tools. Upstreams call it when their tools
 // change.
 func (s *Server) RefreshTools() error {
-	if err := s.tools.rebuild(s.up.Tools()); err != nil {
+	if err := s.tools.rebuild(s.up); err != nil {
 		s.log.Error("refresh tools", "error", err)
 		return err
 	}
@@ -171,6 +177,9 @@ func (noUpstreams) Call(context.Context, string, string, json.RawMessage) (*mcp.
 }
 func (noUpstreams) Tools() []catalog.Tool       { return nil }
 func (noUpstreams) Statuses() []upstream.Status { return []upstream.Status{} }
+func (noUpstreams) Wait(_ context.Context, server string) error {
+	return fmt.Errorf("%w %q", upstream.ErrUnknownServer, server)
+}
 
 // Close ends every session. The Executor is the caller's to close, after.
 func (s *Server) Close() {

@@ -76,6 +76,12 @@ func (fakeUpstreams) Tools() []catalog.Tool {
 func (fakeUpstreams) Statuses() []upstream.Status {
 	return []upstream.Status{{Name: "fake", State: upstream.Connected, Tools: 2}, {Name: "gone", State: upstream.Failed, Error: "exit status 1"}}
 }
+func (fakeUpstreams) Wait(_ context.Context, server string) error {
+	if server == "fake" {
+		return nil
+	}
+	return fmt.Errorf("%w: %s failed (exit status 1)", upstream.ErrUnavailable, server)
+}
 
 // statsServer is a server with cfg (nil for config.Default()), a store, the
 // scripted executor and the fake upstreams, and a client connected to it.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/codecell/codecell/internal/catalog"
 	"github.com/codecell/codecell/internal/codegen"
+	"github.com/codecell/codecell/internal/upstream"
 )
 
 // toolIndex is the current catalog of upstream tools and the generated
@@ -32,19 +33,44 @@ func (ix *toolIndex) catalog() *catalog.Catalog {
 	return ix.cat
 }
 
-// rebuild indexes tools and publishes their generated package: the files go
-// to a new content-named directory, then the "servers" symlink is swapped
-// with a rename, so a sandbox importing at that moment sees the old package
-// or the new one, never a mix.
-func (ix *toolIndex) rebuild(tools []catalog.Tool) error {
+// rebuild indexes the upstreams' tools and publishes their generated
+// package: the files go to a new content-named directory, then the "servers"
+// symlink is swapped with a rename, so a sandbox importing at that moment
+// sees the old package or the new one, never a mix.
+//
+// A server still starting, or failed, and without tools gets a stand-in
+// package whose import waits for it (codegen.Generate), so code run a moment
+// after codecell started does not fail for a server that is on its way.
+func (ix *toolIndex) rebuild(up Upstreams) error {
 	ix.buildMu.Lock()
 	defer ix.buildMu.Unlock()
-	cat := catalog.New(tools)
+	// Read under buildMu: a rebuild that read earlier must not publish
+	// after one that read later, or a server that just connected would
+	// lose its tools again until the next change.
+	tools := up.Tools()
+	withTools := map[string]bool{}
+	for _, t := range tools {
+		withTools[t.Server] = true
+	}
+	var names, pending []string
+	for _, st := range up.Statuses() {
+		names = append(names, st.Name)
+		if (st.State == upstream.Starting || st.State == upstream.Failed) && !withTools[st.Name] {
+			pending = append(pending, st.Name)
+		}
+	}
+	cat := catalog.New(tools, names...)
 	byServer := map[string][]catalog.Tool{}
 	for _, t := range cat.Tools() {
 		byServer[t.Module] = append(byServer[t.Module], t)
 	}
-	files, err := codegen.Generate(byServer)
+	standIns := map[string]string{}
+	for _, name := range pending {
+		if m, ok := cat.Module(name); ok {
+			standIns[m] = name
+		}
+	}
+	files, err := codegen.Generate(byServer, standIns)
 	if err != nil {
 		return fmt.Errorf("generate the servers package: %w", err)
 	}

@@ -5,5 +5,8 @@
 //
 // A stdio server gets the environment its config names plus a minimal base
 // (PATH and HOME), never codecell's own environment. Servers connect in
-// parallel in the background; one that fails does not hold up the others.
+// parallel in the background, each within its startupTimeout; one that fails
+// does not hold up the others, and its error quotes the first and the last
+// lines of its stderr. Wait lets a caller (code importing the server) wait
+// for a server still starting without cutting its start short.
 package upstream

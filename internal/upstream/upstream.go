@@ -49,12 +49,12 @@ type Options struct {
 	// HOME, as KEY=VALUE); the server's own env is added to it.
 	BaseEnv []string
 	// OnChange is called (from any goroutine) when a server's tool list
-	// changes: it connected, failed, or sent tools/list_changed.
+	// changes: it connected, failed, or sent tools/list_changed. A server
+	// counts as connected only once OnChange has returned, so that whoever
+	// waits for it (Wait) finds what OnChange made of its tools.
 	OnChange func()
-	// ConnectTimeout bounds connecting and listing tools; zero means 30s.
-	ConnectTimeout time.Duration
-	Logger         *slog.Logger // nil means silent
-	Version        string       // codecell's version, sent to servers
+	Logger   *slog.Logger // nil means silent
+	Version  string       // codecell's version, sent to servers
 	// InProcess are servers that live in this process, by name, connected
 	// over in-memory transports instead of their config's command or URL
 	// (benchmarks and tests measure codecell's own overhead with them).
@@ -67,28 +67,44 @@ var ErrUnknownServer = errors.New("unknown server")
 // ErrUnavailable reports a server that is disabled, failed or not connected.
 var ErrUnavailable = errors.New("server unavailable")
 
+// ErrStarting reports a server whose connection was still being made when the
+// caller stopped waiting for it. Such an error also wraps the reason the
+// caller stopped (its context's error).
+var ErrStarting = errors.New("server still starting")
+
 // Manager holds the connections to the upstream servers. It is safe for
 // concurrent use.
 type Manager struct {
 	opts    Options
 	log     *slog.Logger
 	servers map[string]*server
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // Start's first connections, for WaitStarted
 	closed  chan struct{}
+
+	// attempts bounds every connection attempt on top of its server's
+	// startupTimeout; Close cancels it, then waits for them (attemptWG).
+	attempts  context.Context
+	stop      context.CancelFunc
+	attemptWG sync.WaitGroup
+	mu        sync.Mutex // guards closing, so no attempt begins once Close waits
+	closing   bool
 }
 
 // New prepares a Manager; Start connects.
 func New(opts Options) *Manager {
-	if opts.ConnectTimeout <= 0 {
-		opts.ConnectTimeout = 30 * time.Second
-	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{opts: opts, log: log, servers: map[string]*server{}, closed: make(chan struct{})}
+	m.attempts, m.stop = context.WithCancel(context.Background())
 	for name, cfg := range opts.Servers {
 		cfg.Name = name
+		if cfg.StartupTimeout <= 0 {
+			// A config from config.Load always has one; this keeps a
+			// hand-built one (tests, benchmarks) from being unbounded.
+			cfg.StartupTimeout = config.DefaultStartupTimeout
+		}
 		s := &server{m: m, cfg: cfg, state: Starting}
 		if cfg.Disabled {
 			s.state = Disabled
@@ -113,7 +129,8 @@ func (m *Manager) Start() {
 }
 
 // WaitStarted waits until no server is still in its first connection, or ctx
-// ends.
+// ends. Each connection is bounded by its server's startupTimeout, so the
+// wait is too.
 func (m *Manager) WaitStarted(ctx context.Context) {
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
@@ -123,9 +140,15 @@ func (m *Manager) WaitStarted(ctx context.Context) {
 	}
 }
 
-// Close disconnects every server and stops their processes.
+// Close disconnects every server and stops their processes, those still
+// starting included.
 func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closing = true
+	m.mu.Unlock()
 	close(m.closed)
+	m.stop()
+	m.attemptWG.Wait() // a cancelled attempt ends its process
 	var wg sync.WaitGroup
 	for _, s := range m.servers {
 		wg.Add(1)
@@ -180,6 +203,22 @@ func (m *Manager) Call(ctx context.Context, serverName, tool string, args json.R
 	return s.call(ctx, tool, args)
 }
 
+// Wait returns once the named server is connected, connecting it first if it
+// is not and backoff allows, as a call would, and only after OnChange has
+// published the tools it connected with. Otherwise it says why not: the server
+// is unknown, disabled, or failed (with the server's error), or ctx ended
+// while it was still starting (an error wrapping ErrStarting and ctx's
+// error). The connection is bounded by the server's startupTimeout whatever
+// ctx allows; ending ctx ends the wait, not the connection.
+func (m *Manager) Wait(ctx context.Context, serverName string) error {
+	s, ok := m.servers[serverName]
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownServer, serverName)
+	}
+	_, err := s.ensure(ctx)
+	return err
+}
+
 // server is one upstream server and its connection.
 type server struct {
 	m   *Manager
@@ -191,10 +230,20 @@ type server struct {
 	session      *mcp.ClientSession
 	tools        []*mcp.Tool
 	instructions string
-	failures     int           // consecutive failed connections
-	retryAt      time.Time     // no reconnection before this
-	connecting   chan struct{} // closed when the connection in flight ends
-	stderr       *tail
+	failures     int       // consecutive failed connections
+	retryAt      time.Time // no reconnection before this
+	connecting   *attempt  // the connection in flight, if any
+	stderr       *stderrLog
+}
+
+// attempt is one connection in flight. Whoever needs the server waits for
+// it; nobody's context ends it but the Manager's (Close) and the server's
+// startupTimeout, so a caller that gives up does not kill a server that is
+// installing itself for the next one.
+type attempt struct {
+	start time.Time
+	done  chan struct{} // closed when it has ended
+	err   error         // why it failed; set before done is closed
 }
 
 func (s *server) status() Status {
@@ -239,54 +288,99 @@ func (s *server) ensure(ctx context.Context) (*mcp.ClientSession, error) {
 			s.mu.Unlock()
 			return cs, nil
 		}
-		if wait := s.connecting; wait != nil {
-			s.mu.Unlock()
-			select {
-			case <-wait:
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
+		a := s.connecting
+		if a == nil {
+			if s.state == Failed && time.Now().Before(s.retryAt) {
+				err := s.err
+				retry := time.Until(s.retryAt).Round(time.Second)
+				s.mu.Unlock()
+				return nil, fmt.Errorf("%w: %s failed (%v); next try in %s", ErrUnavailable, s.cfg.Name, err, retry)
 			}
-		}
-		if s.state == Failed && time.Now().Before(s.retryAt) {
-			err := s.err
-			retry := time.Until(s.retryAt).Round(time.Second)
-			s.mu.Unlock()
-			return nil, fmt.Errorf("%w: %s failed (%v); next try in %s", ErrUnavailable, s.cfg.Name, err, retry)
-		}
-		done := make(chan struct{})
-		s.connecting = done
-		s.mu.Unlock()
-
-		cs, tools, instr, err := s.connect()
-		s.mu.Lock()
-		if err != nil {
-			s.state, s.err = Failed, err
-			s.failures++
-			s.retryAt = time.Now().Add(backoff(s.failures + 1))
-			s.tools = nil
-		} else {
-			s.err, s.tools, s.instructions = nil, tools, instr
+			if !s.m.beginAttempt() {
+				s.mu.Unlock()
+				return nil, fmt.Errorf("%w: %s: codecell is shutting down", ErrUnavailable, s.cfg.Name)
+			}
+			a = &attempt{start: time.Now(), done: make(chan struct{})}
+			s.connecting = a
+			go s.connectAttempt(a)
 		}
 		s.mu.Unlock()
-		// The tools are published (OnChange) before the server counts as
-		// connected, so code that sees it connected can import them.
-		s.changed()
-		s.mu.Lock()
-		s.connecting = nil
-		if err == nil {
-			s.state, s.session = Connected, cs
+		select {
+		case <-a.done:
+			if a.err != nil {
+				return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, s.cfg.Name, a.err)
+			}
+			// Connected; loop to take the session (or to find it already
+			// lost, and try again).
+		case <-ctx.Done():
+			return nil, &startingError{server: s.cfg.Name, since: time.Since(a.start), timeout: s.cfg.StartupTimeout, cause: ctx.Err()}
 		}
-		s.mu.Unlock()
-		close(done)
-		if err != nil {
-			s.m.log.Warn("upstream server failed", "server", s.cfg.Name, "error", err)
-			return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, s.cfg.Name, err)
-		}
-		s.m.log.Info("upstream server connected", "server", s.cfg.Name, "tools", len(tools))
-		go s.watch(cs)
-		return cs, nil
 	}
+}
+
+// beginAttempt counts a connection attempt about to start, unless the Manager
+// is closing.
+func (m *Manager) beginAttempt() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return false
+	}
+	m.attemptWG.Add(1)
+	return true
+}
+
+// startingError is ErrStarting with what the caller should know: how long the
+// server has been starting, and its bound.
+type startingError struct {
+	server  string
+	since   time.Duration
+	timeout time.Duration
+	cause   error // the waiter's context's error
+}
+
+func (e *startingError) Error() string {
+	return fmt.Sprintf("%s is still starting (for %s so far; its startupTimeout is %s)", e.server, e.since.Round(time.Second), e.timeout)
+}
+
+func (e *startingError) Unwrap() []error { return []error{ErrStarting, e.cause} }
+
+// connectAttempt makes attempt a, records how it went and ends it.
+func (s *server) connectAttempt(a *attempt) {
+	defer s.m.attemptWG.Done()
+	cs, tools, instr, err := s.connect()
+	s.mu.Lock()
+	if err != nil {
+		s.state, s.err = Failed, err
+		s.failures++
+		s.retryAt = time.Now().Add(backoff(s.failures + 1))
+		s.tools = nil
+	} else {
+		s.err, s.tools, s.instructions = nil, tools, instr
+	}
+	s.mu.Unlock()
+	closing := s.m.attempts.Err() != nil // Close cut the attempt short: no failure of the server's
+	// The tools are published (OnChange) before the server counts as
+	// connected, so code that sees it connected can import them.
+	if !closing {
+		s.changed()
+	}
+	s.mu.Lock()
+	s.connecting = nil
+	if err == nil {
+		s.state, s.session = Connected, cs
+	}
+	a.err = err
+	s.mu.Unlock()
+	close(a.done)
+	if err != nil {
+		if !closing {
+			s.m.log.Warn("upstream server failed", "server", s.cfg.Name, "error", err)
+		}
+		return
+	}
+	s.m.log.Info("upstream server connected", "server", s.cfg.Name, "tools", len(tools))
+	go s.watch(cs)
 }
 
 func (s *server) changed() {
@@ -299,9 +393,9 @@ func (s *server) changed() {
 func (s *server) connect() (*mcp.ClientSession, []*mcp.Tool, string, error) {
 	// The context given to Connect lives as long as the session: the SSE
 	// and Streamable HTTP transports tie their long-lived streams to it.
-	// The connection timeout cancels it only while connecting.
-	ctx, cancel := context.WithCancel(context.Background())
-	timer := time.AfterFunc(s.m.opts.ConnectTimeout, cancel)
+	// The startup timeout cancels it only while connecting; Close, always.
+	ctx, cancel := context.WithCancel(s.m.attempts)
+	timer := time.AfterFunc(s.cfg.StartupTimeout, cancel)
 	ok := false
 	defer func() {
 		if !ok {
@@ -320,12 +414,12 @@ func (s *server) connect() (*mcp.ClientSession, []*mcp.Tool, string, error) {
 	})
 	cs, err := client.Connect(ctx, transport, nil)
 	if err != nil {
-		return nil, nil, "", s.explain(fmt.Errorf("connect: %w", err))
+		return nil, nil, "", s.explain(s.startFailed(ctx, "connect", err))
 	}
 	tools, err := listTools(ctx, cs)
 	if err != nil {
 		cs.Close()
-		return nil, nil, "", s.explain(fmt.Errorf("list tools: %w", err))
+		return nil, nil, "", s.explain(s.startFailed(ctx, "list tools", err))
 	}
 	instr := ""
 	if r := cs.InitializeResult(); r != nil {
@@ -333,11 +427,27 @@ func (s *server) connect() (*mcp.ClientSession, []*mcp.Tool, string, error) {
 	}
 	if !timer.Stop() {
 		cs.Close()
-		return nil, nil, "", fmt.Errorf("connect: no answer within %s", s.m.opts.ConnectTimeout)
+		return nil, nil, "", s.explain(s.startFailed(ctx, "connect", errStartupTimeout))
 	}
 	ok = true
 	go func() { cs.Wait(); cancel() }()
 	return cs, tools, instr, nil
+}
+
+// errStartupTimeout is the startup timeout firing just as the start
+// succeeded, before it cancelled the context.
+var errStartupTimeout = errors.New("startup timeout")
+
+// startFailed says why a step of starting the server failed, naming the
+// startup timeout when that is what ended it.
+func (s *server) startFailed(ctx context.Context, step string, err error) error {
+	switch {
+	case s.m.attempts.Err() != nil:
+		return fmt.Errorf("%s: codecell is shutting down", step)
+	case ctx.Err() != nil || errors.Is(err, errStartupTimeout):
+		return fmt.Errorf("%s: no answer within its startupTimeout of %s", step, s.cfg.StartupTimeout)
+	}
+	return fmt.Errorf("%s: %w", step, err)
 }
 
 // explain adds what the server printed on stderr to a connection error.
@@ -372,7 +482,7 @@ func (s *server) refresh() {
 	if cs == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.m.opts.ConnectTimeout)
+	ctx, cancel := context.WithTimeout(s.m.attempts, s.cfg.StartupTimeout)
 	defer cancel()
 	tools, err := listTools(ctx, cs)
 	if err != nil {
@@ -488,7 +598,7 @@ func (s *server) newTransport() (mcp.Transport, error) {
 		cmd.Env = append(append([]string{}, s.m.opts.BaseEnv...), envList(c.Env)...)
 		cmd.Dir = c.Cwd
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		t := &tail{}
+		t := &stderrLog{}
 		cmd.Stderr = t
 		s.mu.Lock()
 		s.stderr = t
@@ -534,30 +644,74 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return h.base.RoundTrip(r)
 }
 
-// tail keeps the last lines a stdio server wrote on stderr, for errors.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
+// stderrLog keeps the beginning and the end of what a stdio server wrote on
+// stderr, for errors: the cause of a failed start is often in the first
+// lines ("Cannot find package 'zod'") and the last words in the last ones,
+// while an install in between can write megabytes. Its memory is bounded.
+type stderrLog struct {
+	mu    sync.Mutex
+	head  []byte // the first stderrHead bytes
+	tail  []byte // the last bytes after head: up to 2*stderrTail, trimmed to stderrTail when read
+	total int64  // bytes written
 }
 
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2048 {
-		t.buf = append([]byte{}, t.buf[len(t.buf)-1024:]...)
+// stderrHead and stderrTail bound how much of stderr an error quotes from the
+// start and from the end.
+const (
+	stderrHead = 600
+	stderrTail = 600
+)
+
+func (l *stderrLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total += int64(len(p))
+	rest := p
+	if l.head == nil {
+		l.head = make([]byte, 0, stderrHead)
+	}
+	if n := min(stderrHead-len(l.head), len(rest)); n > 0 {
+		l.head = append(l.head, rest[:n]...)
+		rest = rest[n:]
+	}
+	if len(rest) >= stderrTail {
+		l.tail = append(l.tail[:0], rest[len(rest)-stderrTail:]...)
+	} else if l.tail = append(l.tail, rest...); len(l.tail) > 2*stderrTail {
+		l.tail = append(l.tail[:0], l.tail[len(l.tail)-stderrTail:]...)
 	}
 	return len(p), nil
 }
 
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(string(t.buf))
-	if len(s) > 300 {
-		s = "..." + s[len(s)-300:]
+// String is the text on one line (lines joined by " | "), with the part cut
+// out of the middle marked and counted.
+func (l *stderrLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	tail := l.tail
+	if len(tail) > stderrTail {
+		tail = tail[len(tail)-stderrTail:]
 	}
-	return strings.ReplaceAll(s, "\n", " | ")
+	cut := l.total - int64(len(l.head)) - int64(len(tail))
+	s := string(l.head) + string(tail)
+	if cut > 0 {
+		// Cut at line ends where there are some, so that neither part
+		// starts or ends in the middle of a line.
+		head, tail := string(l.head), string(tail)
+		if i := strings.LastIndexByte(head, '\n'); i >= 0 {
+			cut += int64(len(head) - i - 1)
+			head = head[:i+1]
+		}
+		if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)-1 {
+			cut += int64(i + 1)
+			tail = tail[i+1:]
+		}
+		if !strings.HasSuffix(head, "\n") {
+			head += "\n"
+		}
+		s = head + fmt.Sprintf("[... %d bytes cut ...]\n", cut) + tail
+	}
+	s = strings.TrimSpace(strings.ToValidUTF8(s, ""))
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", " | ")
 }
 
 func firstLine(s string) string {

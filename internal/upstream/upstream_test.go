@@ -47,7 +47,7 @@ func newManager(t *testing.T, servers map[string]config.Server, onChange func())
 			servers[name] = s
 		}
 	}
-	m := New(Options{Servers: servers, BaseEnv: []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}, OnChange: onChange, ConnectTimeout: 20 * time.Second})
+	m := New(Options{Servers: servers, BaseEnv: []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}, OnChange: onChange})
 	m.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -244,5 +244,162 @@ func TestHTTPHeaders(t *testing.T) {
 	}
 	if seen.Load() < 2 || missing.Load() != 0 {
 		t.Fatalf("%d requests with the header, %d without", seen.Load(), missing.Load())
+	}
+}
+
+// TestWaitForStartingServer: Wait on a server still starting says so when
+// its context ends, without stopping the start; once the server answers,
+// Wait returns after OnChange has seen its tools.
+func TestWaitForStartingServer(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "go")
+	var published atomic.Int32 // tools OnChange saw, from the fake server
+	var m *Manager
+	m = New(Options{
+		Servers: map[string]config.Server{"slow": {Command: fake, Args: []string{"-wait-for", gate}, Timeout: 10 * time.Second}},
+		BaseEnv: []string{"PATH=/usr/bin:/bin"},
+		OnChange: func() {
+			published.Store(int32(len(m.Tools())))
+		},
+	})
+	m.Start()
+	t.Cleanup(m.Close)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	err := m.Wait(ctx, "slow")
+	cancel()
+	if !errors.Is(err, ErrStarting) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait on a server that cannot answer yet = %v, want ErrStarting and the deadline", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "slow is still starting") || !strings.Contains(msg, "startupTimeout is 1m0s") {
+		t.Errorf("the error does not say the server is starting and its bound: %q", msg)
+	}
+	if st := m.Statuses()[0]; st.State != Starting {
+		t.Fatalf("after a waiter gave up the server is %+v, want still starting", st)
+	}
+
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.Wait(ctx, "slow"); err != nil {
+		t.Fatalf("Wait once the server can answer: %v", err)
+	}
+	if n := published.Load(); n != 9 {
+		t.Errorf("OnChange saw %d tools before Wait returned, want the server's 9", n)
+	}
+	if st := m.Statuses()[0]; st.State != Connected {
+		t.Fatalf("server %+v, want connected", st)
+	}
+	for _, name := range []string{"nope"} {
+		if err := m.Wait(ctx, name); !errors.Is(err, ErrUnknownServer) {
+			t.Errorf("Wait(%q) = %v, want ErrUnknownServer", name, err)
+		}
+	}
+}
+
+// TestWaitForFailedServers: Wait on a server that cannot start says why, with
+// what the server printed; a disabled one says it is disabled.
+func TestWaitForFailedServers(t *testing.T) {
+	m := newManager(t, map[string]config.Server{
+		"broken":  {Command: "/nonexistent/server"},
+		"crashes": {Command: "/bin/sh", Args: []string{"-c", "echo \"Error: Cannot find package 'zod'\" >&2; exit 1"}},
+		"off":     {Command: fake, Disabled: true},
+	}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for name, want := range map[string]string{
+		"broken":  "/nonexistent/server",
+		"crashes": "Cannot find package 'zod'",
+		"off":     "off is disabled in the config",
+	} {
+		err := m.Wait(ctx, name)
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Wait(%q) = %v, want ErrUnavailable saying %q", name, err, want)
+		}
+	}
+}
+
+// TestStartupTimeout: a server that does not answer within its startupTimeout
+// fails with an error that names the bound.
+func TestStartupTimeout(t *testing.T) {
+	m := newManager(t, map[string]config.Server{
+		"mute": {Command: fake, Args: []string{"-wait-for", "/nonexistent/never"}, StartupTimeout: 300 * time.Millisecond},
+	}, nil)
+	st := m.Statuses()[0]
+	if st.State != Failed || !strings.Contains(st.Error, "no answer within its startupTimeout of 300ms") {
+		t.Fatalf("mute: %+v, want failed naming the startup timeout", st)
+	}
+	if !strings.Contains(st.Error, "fakeupstream: waiting for /nonexistent/never") {
+		t.Errorf("the error leaves out what the server printed: %q", st.Error)
+	}
+}
+
+// TestCloseWhileStarting: Close ends a server still starting and returns;
+// nothing connects after it.
+func TestCloseWhileStarting(t *testing.T) {
+	m := New(Options{Servers: map[string]config.Server{
+		"slow": {Command: fake, Args: []string{"-wait-for", "/nonexistent/never"}, Timeout: time.Second},
+	}})
+	m.Start()
+	m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.Wait(ctx, "slow"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("Wait after Close = %v, want unavailable: shutting down", err)
+	}
+}
+
+// TestStderrLog: a failed server's error quotes the first lines of its
+// stderr (where the cause usually is) and the last, with the cut between
+// them marked and counted, in bounded space.
+func TestStderrLog(t *testing.T) {
+	t.Run("short", func(t *testing.T) {
+		var l stderrLog
+		fmt.Fprint(&l, "line one\nline two\n")
+		if got := l.String(); got != "line one | line two" {
+			t.Fatalf("String() = %q", got)
+		}
+	})
+	for _, chunk := range []int{1, 7, 4096, 1 << 20} {
+		t.Run(fmt.Sprintf("long, written %d bytes at a time", chunk), func(t *testing.T) {
+			var all strings.Builder
+			all.WriteString("node:internal/modules/esm/resolve:873\nError [ERR_MODULE_NOT_FOUND]: Cannot find package 'zod'\n")
+			for i := range 20000 {
+				fmt.Fprintf(&all, "npm noise %d\n", i)
+			}
+			all.WriteString("Node.js v20.19.0\n")
+			var l stderrLog
+			data := []byte(all.String())
+			for len(data) > 0 {
+				n := min(chunk, len(data))
+				l.Write(data[:n])
+				data = data[n:]
+			}
+			got := l.String()
+			for _, want := range []string{"Cannot find package 'zod'", "bytes cut ...]", "Node.js v20.19.0"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("String() lacks %q: %q", want, got)
+				}
+			}
+			// Each line break becomes " | ", two bytes more.
+			if len(got) > 2*(stderrHead+stderrTail) {
+				t.Errorf("String() is %d bytes, more than the bound", len(got))
+			}
+			if cap(l.head) > stderrHead || cap(l.tail) > 3*stderrTail {
+				t.Errorf("it keeps %d and %d bytes", cap(l.head), cap(l.tail))
+			}
+			// The cut is counted exactly: what is shown plus what was cut is
+			// everything.
+			var cut int
+			if _, err := fmt.Sscanf(got[strings.Index(got, "[... ")+5:], "%d bytes cut", &cut); err != nil {
+				t.Fatal(err)
+			}
+			shown := strings.ReplaceAll(got, " | ", "\n")
+			shown = shown[:strings.Index(shown, "[... ")] + shown[strings.Index(shown, "...]\n")+5:]
+			if want := len(strings.TrimSpace(all.String())); len(shown)+cut != want {
+				t.Errorf("%d bytes shown and %d cut, of %d", len(shown), cut, want)
+			}
+		})
 	}
 }

@@ -1,6 +1,8 @@
 // Command fakeupstream is an MCP server for codecell's tests: tools that
 // sleep, fail, crash mid-call, return images or JSON text, and add tools at
-// run time. It serves stdio, or Streamable HTTP with -http ADDR.
+// run time. It serves stdio, or Streamable HTTP with -http ADDR. With
+// -wait-for FILE it answers nothing until FILE exists: a server that takes
+// as long to start as a test wants, without the test counting time.
 package main
 
 import (
@@ -94,7 +96,17 @@ func newServer() *mcp.Server {
 
 func main() {
 	addr := flag.String("http", "", "serve Streamable HTTP at ADDR and print the address")
+	waitFor := flag.String("wait-for", "", "start serving only once this file exists")
 	flag.Parse()
+	if *waitFor != "" {
+		fmt.Fprintf(os.Stderr, "fakeupstream: waiting for %s\n", *waitFor)
+		for {
+			if _, err := os.Stat(*waitFor); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	if *addr == "" {
 		if err := newServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			log.Fatal(err)

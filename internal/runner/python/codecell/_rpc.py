@@ -134,6 +134,7 @@ _ERRORS = {
     "ValueError": ValueError,
     "LookupError": LookupError,
     "KeyError": LookupError,
+    "ImportError": ImportError,
     "RuntimeError": RuntimeError,
 }
 
