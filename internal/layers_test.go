@@ -34,6 +34,7 @@ var forbidden = map[string][]string{
 	"dashboard": {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"metrics":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"procdir":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"egress":    {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 }
 
 func TestLayering(t *testing.T) {
@@ -69,7 +70,7 @@ func TestLayering(t *testing.T) {
 // isAllowedLeaf lists the leaf packages the sandbox builds on.
 func isAllowedLeaf(path string) bool {
 	switch path {
-	case "github.com/codecell/codecell/internal/channel", "github.com/codecell/codecell/internal/runner":
+	case "github.com/codecell/codecell/internal/channel", "github.com/codecell/codecell/internal/runner", "github.com/codecell/codecell/internal/egress":
 		return true
 	}
 	return false

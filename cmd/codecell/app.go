@@ -139,6 +139,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	environments := envs.New(envs.Options{
 		DataDir: dataDir, SystemPython: sb.Python, Wheelhouse: sb.Wheelhouse, IndexURL: sb.IndexURL,
 		UV: lookPath("uv"), Conda: lookPath("conda"), Runner: mgr, Store: db, ExternalRoots: sb.ExternalEnvironments,
+		IndexURLs: sb.IndexURLs, IndexHosts: sb.IndexHosts, AllowBuilds: sb.AllowBuilds,
 	})
 	skillsMgr, err := skills.New(skills.Options{Store: db, Dir: skillsDir(dataDir), Logger: log})
 	if err != nil {

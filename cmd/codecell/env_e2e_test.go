@@ -1,15 +1,19 @@
 package main
 
 import (
+	"archive/tar"
 	"archive/zip"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -161,4 +165,82 @@ func reachableDir(t *testing.T) string {
 	os.Chmod(filepath.Dir(dir), 0o755)
 	os.Chmod(dir, 0o755)
 	return dir
+}
+
+// TestInstallerEgress: the installer has no network of its own. A call's
+// index_url must be one the operator listed; even a listed index on
+// loopback is never reached (the egress proxy refuses it); an sdist is not
+// built unless the operator allows builds, so its build code never runs.
+func TestInstallerEgress(t *testing.T) {
+	requireProduction(t)
+	if exec.Command("/usr/bin/python3", "-I", "-c", "import ensurepip, venv").Run() != nil {
+		t.Skip("python3-venv is not installed (make test installs it)")
+	}
+	// The attacker's listener, on the host's loopback.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var reached atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			reached.Add(1)
+			c.Close()
+		}
+	}()
+	index := fmt.Sprintf("http://%s/simple/", ln.Addr())
+	// An sdist whose setup.py would call the listener if it ever ran.
+	wheelhouse := filepath.Join(reachableDir(t), "wheels")
+	os.Mkdir(wheelhouse, 0o755)
+	setup := fmt.Sprintf("import socket\nsocket.create_connection(%q)\nfrom setuptools import setup\nsetup(name='evil_pkg', version='1.0')\n", ln.Addr().String())
+	writeSdist(t, filepath.Join(wheelhouse, "evil_pkg-1.0.tar.gz"), "evil_pkg-1.0", map[string]string{
+		"setup.py": setup, "PKG-INFO": "Metadata-Version: 2.1\nName: evil_pkg\nVersion: 1.0\n",
+	})
+	cfg := fmt.Sprintf(`{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 1, "wheelhouse": %q, "indexUrls": [%q]}}`, wheelhouse, index)
+	cfgPath, dataDir := testDirs(t, cfg)
+	cs := serveStdio(t, cfgPath, dataDir, nil)
+	defer cs.Close()
+	if res, _ := callTool(t, cs, "configure_environment", map[string]any{"type": "venv"}); res.IsError {
+		t.Fatalf("configure_environment: %s", textOf(res))
+	}
+
+	res, _ := callTool(t, cs, "install_dependencies", map[string]any{"packages": []string{"evil_pkg"}, "index_url": "http://169.254.169.254/simple/"})
+	if !res.IsError || !strings.Contains(textOf(res), "not one of the indexes the operator allows") {
+		t.Errorf("an unlisted index_url: %s", textOf(res))
+	}
+	for _, args := range []map[string]any{
+		{"packages": []string{"evil_pkg"}, "index_url": index}, // a listed index on loopback
+		{"packages": []string{"evil_pkg"}},                     // an sdist in the wheelhouse
+	} {
+		res, out := callTool(t, cs, "install_dependencies", args)
+		if outcomes, _ := out["results"].([]any); len(outcomes) != 1 || outcomes[0].(map[string]any)["ok"] != false || !strings.Contains(textOf(res), "FAILED evil_pkg") {
+			t.Errorf("install %v: %s", args, textOf(res))
+		}
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("the installer reached the loopback listener %d times", n)
+	}
+}
+
+// writeSdist writes a source distribution: a gzipped tar of files under top.
+func writeSdist(t *testing.T, path, top string, files map[string]string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	for name, body := range files {
+		tw.WriteHeader(&tar.Header{Name: top + "/" + name, Mode: 0o644, Size: int64(len(body))})
+		tw.Write([]byte(body))
+	}
+	tw.Close()
+	gz.Close()
 }

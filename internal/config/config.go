@@ -68,6 +68,15 @@ type Sandbox struct {
 	Network        Network
 	Wheelhouse     string // optional absolute dir of wheels for install_dependencies; "" = none
 	IndexURL       string // JSON "indexUrl": the package index install_dependencies uses; "" = pip's default
+	// IndexURLs (JSON "indexUrls") are the other indexes a call's index_url
+	// may name; none by default.
+	IndexURLs []string
+	// IndexHosts (JSON "indexHosts") are further "host:port" pairs the
+	// installer may reach, such as the host an index sends downloads to.
+	IndexHosts []string
+	// AllowBuilds lets the installer build packages from source
+	// distributions, running their build code; wheels only by default.
+	AllowBuilds bool
 	// ExternalEnvironments are absolute directories under which existing
 	// environments may be chosen with configure_environment's path, for
 	// every namespace to use read-only; none by default, so a namespace runs

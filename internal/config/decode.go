@@ -589,6 +589,9 @@ func (d *decoder) sandbox(v *value, path string, s *Sandbox) {
 		"wheelhouse":           d.setStr(&s.Wheelhouse),
 		"indexUrl":             d.setStr(&s.IndexURL),
 		"externalEnvironments": d.setStrs(&s.ExternalEnvironments),
+		"indexUrls":            d.setStrs(&s.IndexURLs),
+		"indexHosts":           d.setStrs(&s.IndexHosts),
+		"allowBuilds":          d.setBool(&s.AllowBuilds),
 		"network": func(v *value, path string) {
 			d.object(v, path, map[string]field{
 				"mode": d.setStr(&s.Network.Mode),

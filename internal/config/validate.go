@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"path"
 	"path/filepath"
@@ -203,6 +204,16 @@ func (k *checker) sandbox(s *Sandbox) {
 		}
 	default:
 		k.addf(p+".network.mode", `%q is not a network mode (want "none" or "allowlist")`, s.Network.Mode)
+	}
+	for i, u := range s.IndexURLs {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			k.addf(fmt.Sprintf("%s.indexUrls[%d]", p, i), "%q is not an http:// or https:// URL with a host", u)
+		}
+	}
+	for i, h := range s.IndexHosts {
+		if host, port, err := net.SplitHostPort(h); err != nil || host == "" || port == "" {
+			k.addf(fmt.Sprintf("%s.indexHosts[%d]", p, i), "%q is not host:port", h)
+		}
 	}
 	for i, dir := range s.ExternalEnvironments {
 		if !filepath.IsAbs(dir) || filepath.Clean(dir) == "/" {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,8 +57,15 @@ type Options struct {
 	SystemPython string // the "system" environment's interpreter
 	Wheelhouse   string // a directory of wheels to install from; "" for none
 	IndexURL     string // the package index when neither the call nor a wheelhouse names one; "" = pip's default
-	UV, Conda    string // the uv and conda binaries; "" when not installed
-	Runner       Runner
+	// IndexURLs are the indexes a call's index_url may name besides
+	// IndexURL; IndexHosts are further "host:port" pairs the installer may
+	// reach (where an index sends downloads).
+	IndexURLs, IndexHosts []string
+	// AllowBuilds lets the installer build source distributions, which runs
+	// their build code; without it only wheels install.
+	AllowBuilds bool
+	UV, Conda   string // the uv and conda binaries; "" when not installed
+	Runner      Runner
 	// ExternalRoots are the directories under which configure_environment
 	// may choose an existing environment by path (the operator's
 	// sandbox.externalEnvironments); none means only managed environments.
@@ -441,6 +450,16 @@ func (m *Manager) Install(ctx context.Context, ns string, packages []string, ind
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.ContainsAny(indexURL, " \n\t") {
 			return nil, fmt.Errorf("invalid argument index_url: %q is not an http(s) URL", indexURL)
 		}
+		if indexURL != m.opts.IndexURL && !slices.Contains(m.opts.IndexURLs, indexURL) {
+			allowed := append([]string{}, m.opts.IndexURLs...)
+			if m.opts.IndexURL != "" {
+				allowed = append(allowed, m.opts.IndexURL)
+			}
+			if len(allowed) == 0 {
+				return nil, fmt.Errorf("invalid argument index_url: this server allows no index but its own (the operator lists others in sandbox.indexUrls); leave index_url out")
+			}
+			return nil, fmt.Errorf("invalid argument index_url: %q is not one of the indexes the operator allows: %s", indexURL, strings.Join(allowed, ", "))
+		}
 	}
 	out := make([]Outcome, len(packages))
 	for i, p := range packages {
@@ -466,27 +485,41 @@ func (m *Manager) Install(ctx context.Context, ns string, packages []string, ind
 	return out, nil
 }
 
+// defaultIndexHosts are what pip's default index, PyPI, needs.
+var defaultIndexHosts = []string{"pypi.org:443", "files.pythonhosted.org:443"}
+
 func (m *Manager) installCommand(c Config, r Requirement, indexURL string) sandbox.Command {
-	var source, ro []string
-	network := false
+	var source, ro, egress []string
 	switch {
 	case indexURL != "":
-		source, network = []string{"--index-url", indexURL}, true
+		source, egress = []string{"--index-url", indexURL}, append(hostPort(indexURL), m.opts.IndexHosts...)
 	case m.opts.Wheelhouse != "":
 		source, ro = []string{"--no-index", "--find-links", m.opts.Wheelhouse}, []string{m.opts.Wheelhouse}
 	case m.opts.IndexURL != "":
-		source, network = []string{"--index-url", m.opts.IndexURL}, true
+		source, egress = []string{"--index-url", m.opts.IndexURL}, append(hostPort(m.opts.IndexURL), m.opts.IndexHosts...)
 	default:
-		network = true // the default index
+		egress = append(append([]string{}, defaultIndexHosts...), m.opts.IndexHosts...)
 	}
 	env := baseEnv()
 	var args []string
 	if c.Type == UV {
+		// uv takes the proxy from HTTPS_PROXY, which the sandbox sets.
 		args = append([]string{m.opts.UV, "pip", "install", "--python", c.Python}, source...)
+		if !m.opts.AllowBuilds {
+			args = append(args, "--no-build")
+		}
 		env = append(env, "UV_CACHE_DIR=/tmp/uv-cache", "UV_NO_CONFIG=1")
 	} else {
 		args = append([]string{c.Python, "-m", "pip", "install", "--isolated", "--no-input",
 			"--disable-pip-version-check", "--no-cache-dir"}, source...)
+		if len(egress) > 0 {
+			// --isolated ignores the environment's proxy variables.
+			args = append(args, "--proxy", sandbox.ProxyArg)
+		}
+		if !m.opts.AllowBuilds {
+			// A source distribution runs its build code: only wheels.
+			args = append(args, "--only-binary", ":all:")
+		}
 	}
 	// "--" ends the options: nothing after it is read as one.
 	args = append(args, "--", r.String())
@@ -496,8 +529,21 @@ func (m *Manager) installCommand(c Config, r Requirement, indexURL string) sandb
 	}
 	return sandbox.Command{
 		Args: args, Writable: []string{c.Path}, ReadOnly: ro,
-		Env: env, Network: network, Timeout: 10 * time.Minute,
+		Env: env, Egress: egress, Timeout: 10 * time.Minute,
 	}
+}
+
+// hostPort is the "host:port" an index URL reaches.
+func hostPort(index string) []string {
+	u, err := url.Parse(index)
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return []string{net.JoinHostPort(u.Hostname(), port)}
 }
 
 func baseEnv() []string {

@@ -32,14 +32,14 @@ func TestInstallCommand(t *testing.T) {
 		opts      Options
 		indexURL  string
 		want      []string
-		network   bool
+		egress    []string
 		readOnly  []string
 		writeable []string
 	}{
-		{"wheelhouse", Options{Wheelhouse: "/wheels"}, "", []string{"--no-index", "--find-links", "/wheels"}, false, []string{"/wheels"}, []string{venv.Path}},
-		{"configured index", Options{IndexURL: "https://pkgs.example/simple"}, "", []string{"--index-url", "https://pkgs.example/simple"}, true, nil, []string{venv.Path}},
-		{"the call's index wins", Options{Wheelhouse: "/wheels"}, "https://other.example/simple", []string{"--index-url", "https://other.example/simple"}, true, nil, []string{venv.Path}},
-		{"default index", Options{}, "", nil, true, nil, []string{venv.Path}},
+		{"wheelhouse", Options{Wheelhouse: "/wheels"}, "", []string{"--no-index", "--find-links", "/wheels", "--only-binary"}, nil, []string{"/wheels"}, []string{venv.Path}},
+		{"configured index", Options{IndexURL: "https://pkgs.example/simple", IndexHosts: []string{"cdn.example:443"}}, "", []string{"--index-url", "https://pkgs.example/simple", "--proxy", "--only-binary"}, []string{"pkgs.example:443", "cdn.example:443"}, nil, []string{venv.Path}},
+		{"the call's index wins", Options{Wheelhouse: "/wheels"}, "http://other.example:8080/simple", []string{"--index-url", "http://other.example:8080/simple", "--proxy"}, []string{"other.example:8080"}, nil, []string{venv.Path}},
+		{"default index", Options{}, "", []string{"--proxy", sandbox.ProxyArg}, []string{"pypi.org:443", "files.pythonhosted.org:443"}, nil, []string{venv.Path}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,8 +53,8 @@ func TestInstallCommand(t *testing.T) {
 					t.Errorf("args %q lack %q", args, w)
 				}
 			}
-			if c.Network != tt.network || !slices.Equal(c.ReadOnly, tt.readOnly) || !slices.Equal(c.Writable, tt.writeable) {
-				t.Errorf("network %v ro %v rw %v", c.Network, c.ReadOnly, c.Writable)
+			if !slices.Equal(c.Egress, tt.egress) || !slices.Equal(c.ReadOnly, tt.readOnly) || !slices.Equal(c.Writable, tt.writeable) {
+				t.Errorf("egress %v ro %v rw %v", c.Egress, c.ReadOnly, c.Writable)
 			}
 		})
 	}
@@ -70,7 +70,7 @@ func TestInstallRefusals(t *testing.T) {
 	if err := m.save(context.Background(), "ns", Config{Type: Venv, Path: own, Python: own + "/bin/python", Managed: true}); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"ftp://x", "http://", "https://a b", "file:///etc"} {
+	for _, bad := range []string{"ftp://x", "http://", "https://a b", "file:///etc", "http://127.0.0.1:8080/simple/"} {
 		if _, err := m.Install(context.Background(), "ns", []string{"x"}, bad); err == nil || !strings.Contains(err.Error(), "index_url") {
 			t.Errorf("index_url %q: %v", bad, err)
 		}

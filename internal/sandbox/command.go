@@ -5,11 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/codecell/codecell/internal/egress"
 )
 
 // Command is a program run once in a sandbox of its own, such as a package
@@ -23,9 +27,61 @@ type Command struct {
 	ReadOnly []string // host directories shown read-only at their own path
 	Dir      string   // working directory; "" means /tmp
 	Env      []string // the whole environment, KEY=VALUE
-	Network  bool     // share the host's network (for a package index)
-	Timeout  time.Duration
+	// Egress are the "host:port" pairs the command may reach, through an
+	// HTTP proxy (package egress) and nothing else: the command has no
+	// network of its own. With any, the placeholder ProxyArg in Args
+	// becomes the proxy's URL, which HTTP_PROXY and HTTPS_PROXY also name.
+	Egress  []string
+	Timeout time.Duration
 }
+
+// ProxyArg is what Command.Args say where the proxy's URL goes, e.g.
+// "--proxy", ProxyArg.
+const ProxyArg = "{codecell-proxy}"
+
+// egressMount is where a command finds the proxy's socket.
+const egressMount = "/run/codecell/egress.sock"
+
+// egressForwarder runs in the command's sandbox: it listens on the
+// sandbox's own loopback (the only interface it has), joins each
+// connection to the host's proxy socket, and runs the command with the
+// proxy's URL. Installers take an HTTP proxy by host and port, not a
+// socket path, hence this relay.
+const egressForwarder = `
+import os, socket, subprocess, sys, threading
+sock_path, args = sys.argv[1], sys.argv[3:]
+ln = socket.socket()
+ln.bind(("127.0.0.1", 0))
+ln.listen(64)
+proxy = "http://127.0.0.1:%d" % ln.getsockname()[1]
+def pipe(a, b):
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    try:
+        b.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+def serve():
+    while True:
+        c, _ = ln.accept()
+        u = socket.socket(socket.AF_UNIX)
+        try:
+            u.connect(sock_path)
+        except OSError:
+            c.close()
+            continue
+        threading.Thread(target=pipe, args=(c, u), daemon=True).start()
+        threading.Thread(target=pipe, args=(u, c), daemon=True).start()
+threading.Thread(target=serve, daemon=True).start()
+env = dict(os.environ, HTTP_PROXY=proxy, HTTPS_PROXY=proxy, http_proxy=proxy, https_proxy=proxy, NO_PROXY="", no_proxy="")
+sys.exit(subprocess.call([a.replace("` + ProxyArg + `", proxy) for a in args], env=env))
+`
 
 // CommandResult is how a Command ended.
 type CommandResult struct {
@@ -47,6 +103,20 @@ func (m *Manager) Run(ctx context.Context, c Command) (*CommandResult, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
+	var egressSock string
+	if len(c.Egress) > 0 {
+		sock, stop, err := m.startEgress(ctx, c.Egress)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		egressSock = sock
+		inside := egressMount
+		if m.opts.Level == Development {
+			inside = sock
+		}
+		c.Args = append([]string{m.opts.Python, "-I", "-S", "-c", egressForwarder, inside, "--"}, c.Args...)
+	}
 	dir := c.Dir
 	if dir == "" {
 		dir = "/tmp"
@@ -72,10 +142,11 @@ func (m *Manager) Run(ctx context.Context, c Command) (*CommandResult, error) {
 			"--uid", strconv.Itoa(sandboxUID), "--gid", strconv.Itoa(sandboxUID),
 			"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
 			"--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"}
-		if !c.Network {
-			args = append(args, "--unshare-net")
-		} else {
-			args = append(args, "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf", "--ro-bind-try", "/etc/hosts", "/etc/hosts")
+		// No network of its own, ever: what it may reach, it reaches
+		// through the egress proxy, whose socket is all it is given.
+		args = append(args, "--unshare-net")
+		if egressSock != "" {
+			args = append(args, "--bind", egressSock, egressMount)
 		}
 		for _, f := range etcFiles {
 			args = append(args, "--ro-bind-try", f, f)
@@ -150,4 +221,41 @@ func (t *tailBuffer) String() string {
 		s = s[len(s)-commandOutput:]
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// startEgress serves an egress proxy for hosts on a Unix socket in a
+// directory of its own, which the sandbox's user can reach, until stop.
+func (m *Manager) startEgress(ctx context.Context, hosts []string) (sock string, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "codecell-egress-")
+	if err != nil {
+		return "", nil, fmt.Errorf("egress proxy: %w", err)
+	}
+	// Searchable by the sandbox's user (nobody when run as root), not listable.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("egress proxy: %w", err)
+	}
+	sock = filepath.Join(dir, "egress.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("egress proxy: %w", err)
+	}
+	if err := os.Chmod(sock, 0o666); err != nil {
+		ln.Close()
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("egress proxy: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	p := &egress.Proxy{Hosts: hosts, Log: m.log}
+	go func() {
+		defer close(done)
+		p.Serve(ctx, ln)
+	}()
+	return sock, func() {
+		cancel()
+		<-done
+		os.RemoveAll(dir)
+	}, nil
 }

@@ -1,0 +1,127 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// setup serves a proxy for hosts on a Unix socket and returns a client that
+// goes through it. Names resolve by the table; every dial of a checked
+// address reaches the local test server, so nothing leaves the machine.
+func setup(t *testing.T, hosts []string, table map[string][]netip.Addr) (*http.Client, *[]netip.AddrPort) {
+	t.Helper()
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "index page %s", r.URL.Path)
+	}))
+	t.Cleanup(backend.Close)
+	var dialled []netip.AddrPort
+	p := &Proxy{
+		Hosts: hosts,
+		Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
+			if a, ok := table[host]; ok {
+				return a, nil
+			}
+			return nil, errors.New("no such host")
+		},
+		Dial: func(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
+			dialled = append(dialled, addr)
+			return (&net.Dialer{}).DialContext(ctx, "tcp", backend.Listener.Addr().String())
+		},
+	}
+	sock := filepath.Join(t.TempDir(), "proxy.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go p.Serve(ctx, ln)
+	proxyURL, _ := url.Parse("http://proxy.invalid")
+	client := &http.Client{Transport: &http.Transport{
+		Proxy: http.ProxyURL(proxyURL),
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+	return client, &dialled
+}
+
+var public = netip.MustParseAddr("203.0.113.7") // TEST-NET-3: never dialled for real here
+
+func TestProxyAdmitsListedHosts(t *testing.T) {
+	client, dialled := setup(t, []string{"pkgs.example:80"}, map[string][]netip.Addr{"pkgs.example": {public}})
+	resp, err := client.Get("http://pkgs.example/simple/demo/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "index page /simple/demo/" {
+		t.Errorf("GET through the proxy: %s %q", resp.Status, body)
+	}
+	if len(*dialled) != 1 || (*dialled)[0] != netip.AddrPortFrom(public, 80) {
+		t.Errorf("dialled %v, want the checked address", *dialled)
+	}
+}
+
+func TestProxyRefuses(t *testing.T) {
+	table := map[string][]netip.Addr{
+		"pkgs.example":     {public},
+		"rebind.example":   {public, netip.MustParseAddr("127.0.0.1")},
+		"meta.example":     {netip.MustParseAddr("169.254.169.254")},
+		"v6meta.example":   {netip.MustParseAddr("fd00:ec2::254")},
+		"mapped.example":   {netip.MustParseAddr("::ffff:127.0.0.1")},
+		"loopback.example": {netip.MustParseAddr("::1")},
+	}
+	hosts := []string{"pkgs.example:443", "rebind.example:443", "meta.example:80", "v6meta.example:443", "mapped.example:443", "loopback.example:443", "127.0.0.1:8080", "[::1]:443"}
+	client, dialled := setup(t, hosts, table)
+	for _, tc := range []struct{ url, want string }{
+		{"https://other.example/", "not a host this install may reach"},
+		{"https://pkgs.example:8443/", "not a host this install may reach"},
+		{"https://rebind.example/", "loopback"},
+		{"http://meta.example/latest/meta-data/", "link-local"},
+		{"https://v6meta.example/", "metadata"},
+		{"https://mapped.example/", "loopback"},
+		{"https://loopback.example/", "loopback"},
+		{"http://127.0.0.1:8080/simple/", "loopback"},
+		{"https://[::1]/", "loopback"},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			resp, err := client.Get(tc.url)
+			if err == nil {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), tc.want) {
+					t.Errorf("%s: %s %q, want 403 saying %q", tc.url, resp.Status, body, tc.want)
+				}
+			} else if !strings.Contains(err.Error(), "Forbidden") {
+				t.Errorf("%s: %v, want a 403", tc.url, err)
+			}
+		})
+	}
+	if len(*dialled) != 0 {
+		t.Errorf("refused requests dialled %v", *dialled)
+	}
+}
+
+func TestCheckAddr(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"8.8.8.8": true, "10.1.2.3": true, "192.168.1.1": true, "2001:db8::1": true,
+		"127.0.0.53": false, "0.0.0.0": false, "169.254.169.254": false, "fe80::1": false,
+		"224.0.0.1": false, "::": false, "100.100.100.200": false, "::ffff:169.254.169.254": false,
+	} {
+		if err := CheckAddr(netip.MustParseAddr(addr)); (err == nil) != ok {
+			t.Errorf("CheckAddr(%s) = %v", addr, err)
+		}
+	}
+}
