@@ -125,3 +125,43 @@ func TestCheckAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyTunnels: an https:// request to a listed host goes through a
+// CONNECT tunnel to the checked address, TLS end to end.
+func TestProxyTunnels(t *testing.T) {
+	backend := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "tls index %s", r.URL.Path)
+	}))
+	defer backend.Close()
+	var dialled []netip.AddrPort
+	p := &Proxy{
+		Hosts:   []string{"pkgs.example:443"},
+		Resolve: func(context.Context, string) ([]netip.Addr, error) { return []netip.Addr{public}, nil },
+		Dial: func(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
+			dialled = append(dialled, addr)
+			return (&net.Dialer{}).DialContext(ctx, "tcp", backend.Listener.Addr().String())
+		},
+	}
+	sock := filepath.Join(t.TempDir(), "proxy.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Serve(ctx, ln)
+	tr := backend.Client().Transport.(*http.Transport).Clone()
+	proxyURL, _ := url.Parse("http://proxy.invalid")
+	tr.Proxy = http.ProxyURL(proxyURL)
+	tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) }
+	tr.TLSClientConfig.ServerName = "example.com" // httptest's certificate names example.com
+	resp, err := (&http.Client{Transport: tr}).Get("https://pkgs.example/simple/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "tls index /simple/" || len(dialled) != 1 || dialled[0] != netip.AddrPortFrom(public, 443) {
+		t.Errorf("body %q, dialled %v", body, dialled)
+	}
+}
