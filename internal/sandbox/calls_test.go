@@ -4,15 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // echoHandler answers "tool" calls with their arguments as structured
-// content, after sleeping "sleep" seconds if asked; tool "fail" is a tool
-// error.
-type echoHandler struct{ calls atomic.Int32 }
+// content; tool "fail" is a tool error. A call with the argument
+// "together": n is answered only once n such calls are in the handler at
+// the same time (or when its execution ends).
+type echoHandler struct {
+	calls    atomic.Int32
+	together atomic.Int32
+	metOnce  sync.Once
+	met      chan struct{} // closed when "together" calls have all arrived
+}
 
 func (h *echoHandler) HandleCall(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	h.calls.Add(1)
@@ -27,9 +33,13 @@ func (h *echoHandler) HandleCall(ctx context.Context, method string, params json
 	if p.Tool == "fail" {
 		return nil, &CallError{Kind: "ToolError", Message: "it failed", Data: map[string]string{"server": p.Server, "tool": p.Tool}}
 	}
-	if s, ok := p.Arguments["sleep"].(float64); ok {
+	if n, ok := p.Arguments["together"].(float64); ok {
+		h.metOnce.Do(func() { h.met = make(chan struct{}) })
+		if h.together.Add(1) == int32(n) {
+			close(h.met)
+		}
 		select {
-		case <-time.After(time.Duration(s * float64(time.Second))):
+		case <-h.met:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -43,7 +53,7 @@ func TestCallsToHost(t *testing.T) {
 			m, ws := newTestManager(t, level, Limits{}, 1)
 			run := func(code string, max int) (*Result, *echoHandler) {
 				h := &echoHandler{}
-				return m.Exec(context.Background(), Request{Workspace: ws, Code: code, Timeout: 30 * time.Second, Calls: h, MaxToolCalls: max}), h
+				return m.Exec(context.Background(), Request{Workspace: ws, Code: code, Timeout: slack, Calls: h, MaxToolCalls: max}), h
 			}
 			r, _ := run("from codecell import _rpc\n_rpc.call('s', 't', {'x': [1, 'é']})", 0)
 			if !r.OK || toJSON(r.Result) != `{"x":[1,"é"]}` {
@@ -53,9 +63,11 @@ func TestCallsToHost(t *testing.T) {
 			if !r.OK || toJSON(r.Result) != `["s","fail","it failed"]` {
 				t.Fatalf("tool error: %+v %v", r.Error, r.Result)
 			}
-			// Ten calls of 0.3 s from threads overlap: far less than 3 s.
-			r, _ = run("import time\nfrom concurrent.futures import ThreadPoolExecutor\nfrom codecell import _rpc\nt0 = time.monotonic()\nwith ThreadPoolExecutor(10) as p:\n    list(p.map(lambda i: _rpc.call('s', 't', {'sleep': 0.3}), range(10)))\ntime.monotonic() - t0", 0)
-			if !r.OK || r.Result.(float64) > 1.5 {
+			// Ten calls from threads are handled at once: none is answered
+			// before all ten are in the handler, so were they handled one at
+			// a time the first would wait for the timeout. No clock decides.
+			r, _ = run("from concurrent.futures import ThreadPoolExecutor\nfrom codecell import _rpc\nwith ThreadPoolExecutor(10) as p:\n    result = len(list(p.map(lambda i: _rpc.call('s', 't', {'together': 10}), range(10))))", 0)
+			if !r.OK || !equalJSON(r.Result, 10) {
 				t.Fatalf("concurrent calls: %+v %v", r.Error, r.Result)
 			}
 			r, h := run("from codecell import _rpc\nfor i in range(10):\n    _rpc.call('s', 't', {})", 4)
@@ -63,7 +75,7 @@ func TestCallsToHost(t *testing.T) {
 				t.Fatalf("limit: %+v, %d calls answered", r.Error, h.calls.Load())
 			}
 			// Without a handler the code gets a clear error, not a hang.
-			r = m.Exec(context.Background(), Request{Workspace: ws, Code: "from codecell import _rpc\n_rpc.call('s', 't', {})", Timeout: 30 * time.Second})
+			r = m.Exec(context.Background(), Request{Workspace: ws, Code: "from codecell import _rpc\n_rpc.call('s', 't', {})", Timeout: slack})
 			if r.OK || !strings.Contains(r.Error.Message, "cannot call the host") {
 				t.Fatalf("no handler: %+v", r.Error)
 			}

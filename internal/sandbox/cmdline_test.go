@@ -3,7 +3,6 @@ package sandbox
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestHostPathsHidden: bubblewrap takes its options through a pipe, so no
@@ -23,7 +22,7 @@ for pid in os.listdir('/proc'):
                 pass
 print('\n'.join(seen))
 `
-	r := exec1(t, m, ws, code, 20*time.Second)
+	r := exec1(t, m, ws, code, slack)
 	if !r.OK || !strings.Contains(r.Stdout, "codecell_runner") {
 		t.Fatalf("could not read the sandbox's command lines: %+v %q", r.Error, r.Stdout)
 	}

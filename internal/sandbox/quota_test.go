@@ -43,7 +43,7 @@ func TestWorkspaceQuota(t *testing.T) {
 	if used > 1<<30 {
 		t.Fatalf("the workspace grew to %d bytes", used)
 	}
-	r = m.Exec(context.Background(), Request{Workspace: ws, Code: "print(1)", Timeout: 20 * time.Second})
+	r = m.Exec(context.Background(), Request{Workspace: ws, Code: "print(1)", Timeout: slack})
 	if r.OK || !strings.Contains(r.Error.Message, "over its quota") {
 		t.Fatalf("an execution in a full workspace: %+v", r.Error)
 	}
@@ -51,7 +51,7 @@ func TestWorkspaceQuota(t *testing.T) {
 	for _, e := range entries {
 		os.Remove(filepath.Join(ws, e.Name()))
 	}
-	if r := m.Exec(context.Background(), Request{Workspace: ws, Code: "print(1)", Timeout: 20 * time.Second}); !r.OK {
+	if r := m.Exec(context.Background(), Request{Workspace: ws, Code: "print(1)", Timeout: slack}); !r.OK {
 		t.Fatalf("after deleting files: %+v", r.Error)
 	}
 }

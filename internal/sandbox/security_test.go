@@ -30,7 +30,7 @@ var isolatedLevels = []Level{Production, Hardened}
 // mayFail, in which case v is left alone when there is no report.
 func verdict(t *testing.T, m *Manager, ws, code string, ctx map[string]any, mayFail bool, v any) *Result {
 	t.Helper()
-	r := m.Exec(context.Background(), Request{Workspace: ws, Code: code, Context: ctx, Timeout: 20 * time.Second})
+	r := m.Exec(context.Background(), Request{Workspace: ws, Code: code, Context: ctx, Timeout: slack})
 	if !r.OK && !mayFail {
 		t.Fatalf("the code failed: %+v\nstdout %s", r.Error, tail(r.Stdout))
 	}
@@ -496,7 +496,7 @@ if os.fork() == 0:
     os._exit(0)
 print('started')
 `
-	r := m.Exec(context.Background(), Request{Workspace: ws, Code: first, Context: map[string]any{"MARKER": mk}, Timeout: 20 * time.Second})
+	r := m.Exec(context.Background(), Request{Workspace: ws, Code: first, Context: map[string]any{"MARKER": mk}, Timeout: slack})
 	if !r.OK || r.Stdout != "started\n" {
 		t.Fatalf("first execution: ok=%v stdout=%q error=%+v", r.OK, r.Stdout, r.Error)
 	}

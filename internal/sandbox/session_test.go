@@ -12,7 +12,7 @@ import (
 
 func sessionExec(t *testing.T, s *Session, ws, code string) *Result {
 	t.Helper()
-	return s.Exec(context.Background(), Request{Workspace: ws, Code: code, Timeout: 10 * time.Second})
+	return s.Exec(context.Background(), Request{Workspace: ws, Code: code, Timeout: slack})
 }
 
 func TestSession(t *testing.T) {
@@ -68,7 +68,7 @@ func TestSession(t *testing.T) {
 				t.Fatalf("after end: %+v", r.Error)
 			}
 			// The manager still serves executions.
-			if r := exec1(t, m, ws, "1+1", 10*time.Second); !r.OK {
+			if r := exec1(t, m, ws, "1+1", slack); !r.OK {
 				t.Fatalf("manager after session: %+v", r.Error)
 			}
 		})
@@ -105,7 +105,7 @@ func TestSessionToolCallsAndNextExec(t *testing.T) {
 	defer s.Close()
 	h := &echoHandler{}
 	for i := 0; i < 3; i++ {
-		r := s.Exec(context.Background(), Request{Workspace: ws, Timeout: 10 * time.Second, Calls: h,
+		r := s.Exec(context.Background(), Request{Workspace: ws, Timeout: slack, Calls: h,
 			Code: "from codecell import _rpc\nn = globals().get('n', 0) + 1\n_rpc.request('tool', {'server': 's', 'tool': 't', 'arguments': {'n': n}})['structured']['n']"})
 		if !r.OK || !equalJSON(r.Result, float64(i+1)) {
 			t.Fatalf("exec %d: %+v %+v", i, r.Result, r.Error)

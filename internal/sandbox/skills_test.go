@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestSkillsMount reads the skills mount as data: read-only at SkillsMount,
@@ -63,7 +62,7 @@ func TestSkillsImport(t *testing.T) {
 			writeSkill(t, a, "calc", "def f():\n    return 'a1'\n")
 			writeSkill(t, b, "calc", "def f():\n    return 'b1'\n")
 			run := func(skills, code string) *Result {
-				return m.Exec(context.Background(), Request{Workspace: ws, Skills: skills, Code: code, Timeout: 20 * time.Second})
+				return m.Exec(context.Background(), Request{Workspace: ws, Skills: skills, Code: code, Timeout: slack})
 			}
 			const imp = "from skills.calc import f\nf()"
 
@@ -135,7 +134,7 @@ func TestSkillsDirRecreated(t *testing.T) {
 	dir := filepath.Join(reachableTempDir(t), "skills")
 	writeSkill(t, dir, "calc", "def f():\n    return 1\n")
 	run := func() *Result {
-		return m.Exec(context.Background(), Request{Workspace: ws, Skills: dir, Code: "from skills.calc import f\nf()", Timeout: 20 * time.Second})
+		return m.Exec(context.Background(), Request{Workspace: ws, Skills: dir, Code: "from skills.calc import f\nf()", Timeout: slack})
 	}
 	if r := run(); !r.OK {
 		t.Fatalf("first: %+v", r.Error)
