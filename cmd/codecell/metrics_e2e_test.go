@@ -203,7 +203,7 @@ func TestMetricsAndRESTE2E(t *testing.T) {
 		// Each line is written before its result returns, but the reader
 		// of the process's stderr may still be behind.
 		lines := log.snapshot()
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); lines = log.snapshot() {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); lines = log.snapshot() {
 			n := 0
 			for _, rec := range lines[startLog:] {
 				if rec["msg"] == "execution" {

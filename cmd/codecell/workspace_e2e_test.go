@@ -122,7 +122,7 @@ os.symlink("../../../../../../etc/passwd", "rel")
 		"read_code_file":      {"path": "pipe"},
 		"append_to_code_file": {"path": "pipe", "content": "x"},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 		cancel()
 		if err != nil || !res.IsError || !strings.Contains(textOf(res), "not a regular file") {

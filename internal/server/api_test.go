@@ -212,7 +212,7 @@ func TestAPIReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.API().Ready(ctx); err != nil {
 		t.Fatalf("ready: %v", err)

@@ -350,7 +350,7 @@ func TestRead(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("read a FIFO: %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("reading a FIFO blocked")
 	}
 	if _, err := f.ws.Read("dir", 0, 0); err == nil || !strings.Contains(err.Error(), "is a directory") {
@@ -658,7 +658,7 @@ func TestFIFO(t *testing.T) {
 			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
 				t.Errorf("%s a FIFO: %v, want %q", tt.name, err, tt.want)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatalf("%s a FIFO blocked", tt.name)
 		}
 	}
