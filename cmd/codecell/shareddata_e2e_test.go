@@ -102,7 +102,19 @@ result = [echo(text="fake"), get_sum(a=2, b=3), sorted(n for n in os.listdir("/c
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(time.Minute); len(procDirs(t, dataDir)) < 2; time.Sleep(20 * time.Millisecond) {
+	// Killed once its directory has its final name: one killed while
+	// making it leaves a ".new-" directory, which a sweep leaves alone
+	// for a while (its maker may be alive).
+	named := func() int {
+		n := 0
+		for _, d := range procDirs(t, dataDir) {
+			if !strings.HasPrefix(d, ".new-") {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(time.Minute); named() < 2; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the exec process never made its directory")
 		}
