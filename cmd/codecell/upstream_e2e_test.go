@@ -268,6 +268,28 @@ result = [threads, time.monotonic() - t0]
 			t.Fatalf("after the crash: %+v %v", out.Error, out.Result)
 		}
 	})
+	t.Run("uncaught tool error", func(t *testing.T) {
+		// The traceback shows the user's lines and servers.ToolError, not
+		// codecell's runtime or the generated wrapper.
+		res, out := call(t, cs, map[string]any{"code": "from servers.fake import fail\n\ndef step():\n    return fail(text='boom')\n\nstep()"})
+		if out.OK || out.Error == nil || out.Error.Type != "ToolError" {
+			t.Fatalf("%+v", out.Error)
+		}
+		tb := out.Error.Traceback
+		for _, want := range []string{"line 6, in <module>\n    step()\n", "line 4, in step\n    return fail(text='boom')\n", "servers.ToolError: fake.fail: "} {
+			if !strings.Contains(tb, want) {
+				t.Errorf("traceback lacks %q:\n%s", want, tb)
+			}
+		}
+		for _, bad := range []string{"_rpc", "/codecell/gen/", "codecell_runner"} {
+			if strings.Contains(tb, bad) {
+				t.Errorf("traceback shows %q:\n%s", bad, tb)
+			}
+		}
+		if text := textOf(res); !strings.Contains(text, "servers.ToolError: fake.fail: ") {
+			t.Errorf("text rendering:\n%s", text)
+		}
+	})
 	t.Run("hostile channel", func(t *testing.T) {
 		for name, code := range map[string]string{
 			"huge frame":    "import os\nfrom codecell import _rpc\nos.write(_rpc._chan.wfd, b'\\x7f\\xff\\xff\\xff' + b'x' * 100)",

@@ -53,6 +53,23 @@ func TestCallsToHost(t *testing.T) {
 			if !r.OK || toJSON(r.Result) != `["s","fail","it failed"]` {
 				t.Fatalf("tool error: %+v %v", r.Error, r.Result)
 			}
+			// An uncaught tool error shows the user's line and servers.ToolError,
+			// not codecell's frames.
+			r, _ = run("from codecell import _rpc\ndef f():\n    _rpc.call('s', 'fail', {})\nf()", 0)
+			if r.OK || r.Error.Type != "ToolError" {
+				t.Fatalf("uncaught tool error: %+v", r.Error)
+			}
+			tb := r.Error.Traceback
+			for _, want := range []string{"    f()\n", "    _rpc.call('s', 'fail', {})\n", "servers.ToolError: s.fail: it failed\n"} {
+				if !strings.Contains(tb, want) {
+					t.Errorf("traceback lacks %q:\n%s", want, tb)
+				}
+			}
+			for _, bad := range []string{"_rpc.py", "codecell._rpc", "codecell_runner"} {
+				if strings.Contains(tb, bad) {
+					t.Errorf("traceback shows %q:\n%s", bad, tb)
+				}
+			}
 			// Ten calls of 0.3 s from threads overlap: far less than 3 s.
 			r, _ = run("import time\nfrom concurrent.futures import ThreadPoolExecutor\nfrom codecell import _rpc\nt0 = time.monotonic()\nwith ThreadPoolExecutor(10) as p:\n    list(p.map(lambda i: _rpc.call('s', 't', {'sleep': 0.3}), range(10)))\ntime.monotonic() - t0", 0)
 			if !r.OK || r.Result.(float64) > 1.5 {

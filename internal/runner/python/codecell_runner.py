@@ -171,14 +171,28 @@ def encode_result(value, limit):
     return {"kind": "repr", "value": text}
 
 
+_GEN = None  # the directory of the generated servers package (--gen), once known
+
+
+def _internal(filename):
+    """Whether a frame's file is codecell's, not the user's: this file, the
+    codecell package, or the generated servers package (a one-line wrapper
+    around codecell._rpc.call)."""
+    path = os.path.abspath(filename)
+    here = os.path.dirname(os.path.abspath(__file__))
+    if path == os.path.abspath(__file__) or path.startswith(os.path.join(here, "codecell") + os.sep):
+        return True
+    return _GEN is not None and path.startswith(os.path.join(_GEN, "servers") + os.sep)
+
+
 def user_traceback(exc):
-    """The traceback with this file's frames removed."""
+    """The traceback with codecell's own frames removed: a tool error then
+    shows the user's line and servers.ToolError, not the runtime's calls."""
     te = traceback.TracebackException.from_exception(exc)
-    me = os.path.abspath(__file__)
 
     def strip(t):
         t.stack = traceback.StackSummary.from_list(
-            [f for f in t.stack if os.path.abspath(f.filename) != me])
+            [f for f in t.stack if not _internal(f.filename)])
         if t.__cause__:
             strip(t.__cause__)
         if t.__context__:
@@ -549,8 +563,10 @@ def oneshot():
 def main(argv):
     # The codecell package (next to this file) and the generated servers
     # package (--gen) are importable by the code.
+    global _GEN, _rpc, _display
     if "--gen" in argv:
-        sys.path.insert(0, argv[argv.index("--gen") + 1])
+        _GEN = os.path.abspath(argv[argv.index("--gen") + 1])
+        sys.path.insert(0, _GEN)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     # The namespace's saved skills (--skills DIR) are the package "skills",
     # one subpackage per skill. It is registered rather than put on sys.path,
@@ -564,7 +580,6 @@ def main(argv):
         skills = importlib.util.module_from_spec(spec)
         skills.__doc__ = "Saved skills: from skills.<name> import <function>."
         sys.modules["skills"] = skills
-    global _rpc, _display
     from codecell import _display, _rpc
     scratch = []
     isolated = "--isolated" in argv
