@@ -25,7 +25,7 @@ const codeDir = "code"
 
 // InitializeCodeFileInput is the input of initialize_code_file.
 type InitializeCodeFileInput struct {
-	Content  string `json:"content" jsonschema:"Python source to start the file with."`
+	Content   string `json:"content" jsonschema:"Python source to start the file with."`
 	Filename  string `json:"filename,omitempty" jsonschema:"A .py path relative to the workspace. Default: a new code/cell_N.py."`
 	Overwrite bool   `json:"overwrite,omitempty" jsonschema:"Replace filename if it exists; without it an existing file is refused."`
 }
