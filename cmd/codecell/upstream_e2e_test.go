@@ -268,6 +268,16 @@ result = [threads, time.monotonic() - t0]
 			t.Fatalf("after the crash: %+v %v", out.Error, out.Result)
 		}
 	})
+	t.Run("definition text names nested fields", func(t *testing.T) {
+		// memory.create_entities takes a list of objects; its text must say
+		// which fields they have, not only list[dict[str, Any]].
+		_, text := callToolInto(t, cs, "get_tool_definition", map[string]any{"name": "memory.create_entities"}, nil)
+		for _, want := range []string{"entities: list[dict[str, Any]]", "Each item has the fields:", "name: str, required", "entityType: str, required", "observations: list[str], required"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("get_tool_definition text lacks %q:\n%s", want, text)
+			}
+		}
+	})
 	t.Run("uncaught tool error", func(t *testing.T) {
 		// The traceback shows the user's lines and servers.ToolError, not
 		// codecell's runtime or the generated wrapper.
