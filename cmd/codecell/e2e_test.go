@@ -159,6 +159,34 @@ func startHTTP(t testing.TB, cfg string, onLine func(line string), extra ...stri
 	return ""
 }
 
+// TestServeSaysWhereToGo: serve --http logs the MCP endpoint's and the
+// dashboard's URLs (make run shows that line).
+func TestServeSaysWhereToGo(t *testing.T) {
+	lines := make(chan string, 100)
+	base := startHTTP(t, `{"sandbox": {"isolation": "development", "python": "/usr/bin/python3", "pool": 1}}`, func(line string) {
+		select {
+		case lines <- line:
+		default:
+		}
+	})
+	for {
+		select {
+		case line := <-lines:
+			if !strings.Contains(line, "serving MCP over HTTP") {
+				continue
+			}
+			for _, want := range []string{"mcp=" + base + "/mcp", "dashboard=" + base + "/"} {
+				if !strings.Contains(line, want) {
+					t.Errorf("the serving line lacks %q: %s", want, line)
+				}
+			}
+			return
+		case <-time.After(30 * time.Second):
+			t.Fatal("no serving line")
+		}
+	}
+}
+
 // TestNonLoopbackWithTokens: with http.tokens a non-loopback address
 // starts (without them it is refused: TestRefusesToStart), and still asks
 // every route but /healthz for a token.
