@@ -332,6 +332,17 @@ func TestToolCallLimit(t *testing.T) {
 	}
 }
 
+// TestToolsListWithoutUpstreams: an empty list says that none are
+// configured, and which config file was read.
+func TestToolsListWithoutUpstreams(t *testing.T) {
+	cfgPath, dataDir := testDirs(t, `{"sandbox": {"isolation": "development", "python": "/usr/bin/python3"}}`)
+	out, code := runCLI(t, "tools", "list", "--config", cfgPath, "--data-dir", dataDir)
+	abs, _ := filepath.Abs(cfgPath)
+	if code != 0 || !strings.Contains(out, "no upstream MCP servers are configured") || !strings.Contains(out, "config: "+abs+"\n") {
+		t.Fatalf("tools list exit %d:\n%s", code, out)
+	}
+}
+
 func TestToolsCommandAndDoctor(t *testing.T) {
 	requireProduction(t)
 	cfg := fmt.Sprintf(`{"mcpServers": {"fake": {"command": %q}, "broken": {"command": "/nonexistent/mcp-server"}},
@@ -340,7 +351,7 @@ func TestToolsCommandAndDoctor(t *testing.T) {
 	flags := []string{"--config", cfgPath, "--data-dir", dataDir}
 
 	out, code := runCLI(t, append([]string{"tools", "list"}, flags...)...)
-	if code != 0 || !strings.Contains(out, "fake.add_numbers") || !strings.Contains(out, "broken (failed") {
+	if code != 0 || !strings.Contains(out, "fake.add_numbers") || !strings.Contains(out, "broken (failed") || !strings.Contains(out, "config: ") || strings.Contains(out, "no upstream") {
 		t.Fatalf("tools list exit %d:\n%s", code, out)
 	}
 	out, code = runCLI(t, append([]string{"tools", "search", "add two numbers"}, flags...)...)
