@@ -152,10 +152,11 @@ func TestUpstreamToolsFromCode(t *testing.T) {
 	}
 	var cats struct {
 		Servers []struct {
-			Name  string `json:"name"`
-			State string `json:"state"`
-			Error string `json:"error"`
-			Tools int    `json:"tool_count"`
+			Name         string `json:"name"`
+			State        string `json:"state"`
+			Error        string `json:"error"`
+			Tools        int    `json:"tool_count"`
+			Instructions string `json:"instructions"`
 		} `json:"servers"`
 	}
 	raw, _ := json.Marshal(res.StructuredContent)
@@ -165,6 +166,11 @@ func TestUpstreamToolsFromCode(t *testing.T) {
 		states[s.Name] = s.State
 		if s.Name == "broken" && !strings.Contains(s.Error, "/nonexistent/mcp-server") {
 			t.Errorf("broken server's error does not say what failed: %q", s.Error)
+		}
+		// The everything server's instructions start with a Markdown title;
+		// the line shown is the first line of text.
+		if s.Name == "everything" && (s.Instructions == "" || strings.HasPrefix(s.Instructions, "#")) {
+			t.Errorf("everything's instructions line is %q", s.Instructions)
 		}
 	}
 	for name, want := range map[string]string{"everything": "connected", "everythinghttp": "connected", "everythingsse": "connected", "filesystem": "connected", "memory": "connected", "fake": "connected", "broken": "failed"} {
