@@ -598,4 +598,3 @@ var (
 func rule(line string) bool {
 	return len(line) >= 3 && strings.Trim(line, "-*_ ") == ""
 }
-
