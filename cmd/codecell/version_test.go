@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
@@ -43,5 +44,26 @@ func TestVersionStamped(t *testing.T) {
 	out, err := exec.Command(bin, "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "codecell v9.9.9\ncommit 0123456789abcdef\ngo") {
 		t.Fatalf("version: %v\n%s", err, out)
+	}
+}
+
+// TestUserDocsStandAlone: the help and the repository's documents cite
+// nothing a clone lacks (the project's own spec lives outside the repo).
+func TestUserDocsStandAlone(t *testing.T) {
+	var b strings.Builder
+	usage(&b)
+	if strings.Contains(b.String(), "SPEC") {
+		t.Errorf("the help cites the spec:\n%s", b.String())
+	}
+	for _, name := range []string{"../../README.md", "../../BENCHMARKS.md", "../../docs/config.md", "../../docs/tools.md"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"../shared", "SPEC"} {
+			if strings.Contains(string(data), bad) {
+				t.Errorf("%s mentions %q", name, bad)
+			}
+		}
 	}
 }
