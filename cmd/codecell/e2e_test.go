@@ -444,6 +444,11 @@ func TestDoctorAndExec(t *testing.T) {
 	if code != 5 || !strings.Contains(out, "hi") {
 		t.Fatalf("exec exit %d, want 5:\n%s", code, out)
 	}
+	// The hint the runner adds to a missing module's message is printed too.
+	out, code = runCLI(t, "exec", "--config", cfgPath, "--data-dir", dataDir, "-c", "import no_such_module_xyz")
+	if code == 0 || !strings.Contains(out, "ModuleNotFoundError: No module named 'no_such_module_xyz'\nhint: to install it, call install_dependencies") {
+		t.Fatalf("exec of a missing module exit %d:\n%s", code, out)
+	}
 	out, code = runCLI(t, "exec", "--json", "--config", cfgPath, "--data-dir", dataDir, "-c", "21*2")
 	var res server.ExecuteCodeOutput
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Result != float64(42) {

@@ -289,6 +289,14 @@ func render(out ExecuteCodeOutput) string {
 	return b.String()
 }
 
+// ErrorText is an execution's error as the text rendering shows it: its
+// traceback and any hint added to its message, or its type and message.
+func ErrorText(e *sandbox.ExecError) string {
+	var b strings.Builder
+	renderError(&b, e)
+	return b.String()
+}
+
 // renderError writes an error's traceback, or its type and message. The
 // runner adds hints to the message ("to install it, call
 // install_dependencies ..."), which the traceback's last line, written by
