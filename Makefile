@@ -4,6 +4,9 @@
 GO      ?= go
 ADDR    ?= 127.0.0.1:8080
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The commit, stamped explicitly: go build's own VCS stamp is missing in a git
+# worktree or with -buildvcs=false.
+COMMIT  ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || c=$$c+dirty; echo $$c; })
 BIN     := bin/codecell
 # Debian packages the sandbox needs: bubblewrap (production), runsc (gVisor,
 # hardened), Python and matplotlib (figures come back as images); Node and npm run the real upstream MCP servers of the
@@ -41,13 +44,14 @@ browser-deps:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/codecell
+	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN) ./cmd/codecell
 
 # Serves MCP over Streamable HTTP at http://$(ADDR)/mcp and the dashboard at
 # http://$(ADDR)/. MCP hosts that spawn
 # codecell use `bin/codecell serve` (stdio) instead; see the README.
 run: deps build
 	$(BIN) doctor
+	@echo "dashboard: http://$(ADDR)/  MCP endpoint: http://$(ADDR)/mcp"
 	$(BIN) serve --http $(ADDR)
 
 test: deps npm-deps browser-deps

@@ -78,7 +78,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS("details.exec.ok summary")),
 		chromedp.Click(chromedp.CSS("details.exec.failed summary")),
 		browsertest.WaitText("executions", "print(marker)", `<img src=x onerror="window.pwned=1">`, "[EMAIL_",
-			"raise ValueError('no dashboard ' + x)", "check('today')"))
+			"raise ValueError('no dashboard ' + x)", "check('today')",
+			// the traceback, not only the type and message
+			`File "<cell>", line 2, in check`))
 	// Before a query the list starts with fake.add_numbers, by name; a
 	// search puts the best match first.
 	do("the tool search",

@@ -160,6 +160,34 @@ func startHTTP(t testing.TB, cfg string, onLine func(line string), extra ...stri
 	return ""
 }
 
+// TestServeSaysWhereToGo: serve --http logs the MCP endpoint's and the
+// dashboard's URLs (make run shows that line).
+func TestServeSaysWhereToGo(t *testing.T) {
+	lines := make(chan string, 100)
+	base := startHTTP(t, `{"sandbox": {"isolation": "development", "python": "/usr/bin/python3", "pool": 1}}`, func(line string) {
+		select {
+		case lines <- line:
+		default:
+		}
+	})
+	for {
+		select {
+		case line := <-lines:
+			if !strings.Contains(line, "serving MCP over HTTP") {
+				continue
+			}
+			for _, want := range []string{"mcp=" + base + "/mcp", "dashboard=" + base + "/"} {
+				if !strings.Contains(line, want) {
+					t.Errorf("the serving line lacks %q: %s", want, line)
+				}
+			}
+			return
+		case <-time.After(30 * time.Second):
+			t.Fatal("no serving line")
+		}
+	}
+}
+
 // TestNonLoopbackWithTokens: with http.tokens a non-loopback address
 // starts (without them it is refused: TestRefusesToStart), and still asks
 // every route but /healthz for a token.
@@ -416,6 +444,11 @@ func TestDoctorAndExec(t *testing.T) {
 	out, code = runCLI(t, "exec", "--config", cfgPath, "--data-dir", dataDir, "-c", "print('hi'); import sys; sys.exit(5)")
 	if code != 5 || !strings.Contains(out, "hi") {
 		t.Fatalf("exec exit %d, want 5:\n%s", code, out)
+	}
+	// The hint the runner adds to a missing module's message is printed too.
+	out, code = runCLI(t, "exec", "--config", cfgPath, "--data-dir", dataDir, "-c", "import no_such_module_xyz")
+	if code == 0 || !strings.Contains(out, "ModuleNotFoundError: No module named 'no_such_module_xyz'\nhint: to install it, call install_dependencies") {
+		t.Fatalf("exec of a missing module exit %d:\n%s", code, out)
 	}
 	out, code = runCLI(t, "exec", "--json", "--config", cfgPath, "--data-dir", dataDir, "-c", "21*2")
 	var res server.ExecuteCodeOutput

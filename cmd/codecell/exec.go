@@ -85,12 +85,8 @@ func runExec(ctx context.Context, g *globals, args []string) error {
 				fmt.Fprintln(g.stdout, string(b))
 			}
 		}
-		if out.Error != nil {
-			if out.Error.Traceback != "" {
-				io.WriteString(g.stderr, out.Error.Traceback)
-			} else if out.Error.Type != "SystemExit" {
-				fmt.Fprintf(g.stderr, "%s: %s\n", out.Error.Type, out.Error.Message)
-			}
+		if out.Error != nil && (out.Error.Traceback != "" || out.Error.Type != "SystemExit") {
+			io.WriteString(g.stderr, server.ErrorText(out.Error))
 		}
 	}
 	if code := exitCode(out); code != 0 {

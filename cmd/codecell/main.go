@@ -36,7 +36,7 @@ var commands = map[string]command{
 	"version": {"print version, commit and Go version", runVersion},
 	"tools":   {"list, search or show the upstream tools (tools list | search QUERY | show NAME)", runTools},
 	"skills":  {"list, show or delete saved skills (skills list [QUERY] | show NAME [--version N] | delete NAME)", runSkills},
-	"bench":   {"measure latency, throughput, tool calls, memory and context savings (SPEC §10)", runBench},
+	"bench":   {"measure latency, throughput, tool calls, memory and context savings against their targets (see BENCHMARKS.md)", runBench},
 }
 
 // exitError carries a process exit status without an error message.

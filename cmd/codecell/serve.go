@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,7 +86,10 @@ func serveHTTP(ctx context.Context, a *app, addr string) error {
 		return err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	a.log.Info("serving MCP over HTTP", "addr", ln.Addr().String(), "isolation", a.sandbox.Level())
+	// The URLs to open, not only the address: `make run` shows this line and
+	// nothing else says where the dashboard is.
+	base := "http://" + browsable(ln.Addr())
+	a.log.Info("serving MCP over HTTP", "addr", ln.Addr().String(), "mcp", base+"/mcp", "dashboard", base+"/", "isolation", a.sandbox.Level())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -99,4 +103,14 @@ func serveHTTP(ctx context.Context, a *app, addr string) error {
 		}
 		return nil
 	}
+}
+
+// browsable is addr as a browser reaches it: a server on every interface
+// through loopback.
+func browsable(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return addr.String()
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
 }

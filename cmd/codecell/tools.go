@@ -59,6 +59,11 @@ func runTools(ctx context.Context, g *globals, args []string) error {
 		for _, e := range all {
 			fmt.Fprintf(&b, "  %-40s %s\n", e.Name, e.Summary)
 		}
+		// An empty list would not say whether the config was the one meant.
+		if len(a.server.Statuses()) == 0 {
+			b.WriteString("no upstream MCP servers are configured (add them under mcpServers)\n")
+		}
+		fmt.Fprintf(&b, "config: %s\n", a.cfg.Source())
 		return print(all, b.String())
 	case "search":
 		if len(positional) == 0 {

@@ -152,10 +152,11 @@ func TestUpstreamToolsFromCode(t *testing.T) {
 	}
 	var cats struct {
 		Servers []struct {
-			Name  string `json:"name"`
-			State string `json:"state"`
-			Error string `json:"error"`
-			Tools int    `json:"tool_count"`
+			Name         string `json:"name"`
+			State        string `json:"state"`
+			Error        string `json:"error"`
+			Tools        int    `json:"tool_count"`
+			Instructions string `json:"instructions"`
 		} `json:"servers"`
 	}
 	raw, _ := json.Marshal(res.StructuredContent)
@@ -165,6 +166,11 @@ func TestUpstreamToolsFromCode(t *testing.T) {
 		states[s.Name] = s.State
 		if s.Name == "broken" && !strings.Contains(s.Error, "/nonexistent/mcp-server") {
 			t.Errorf("broken server's error does not say what failed: %q", s.Error)
+		}
+		// The everything server's instructions start with a Markdown title;
+		// the line shown is the first line of text.
+		if s.Name == "everything" && (s.Instructions == "" || strings.HasPrefix(s.Instructions, "#")) {
+			t.Errorf("everything's instructions line is %q", s.Instructions)
 		}
 	}
 	for name, want := range map[string]string{"everything": "connected", "everythinghttp": "connected", "everythingsse": "connected", "filesystem": "connected", "memory": "connected", "fake": "connected", "broken": "failed"} {
@@ -268,6 +274,38 @@ result = [threads, time.monotonic() - t0]
 			t.Fatalf("after the crash: %+v %v", out.Error, out.Result)
 		}
 	})
+	t.Run("definition text names nested fields", func(t *testing.T) {
+		// memory.create_entities takes a list of objects; its text must say
+		// which fields they have, not only list[dict[str, Any]].
+		_, text := callToolInto(t, cs, "get_tool_definition", map[string]any{"name": "memory.create_entities"}, nil)
+		for _, want := range []string{"entities: list[dict[str, Any]]", "Each item has the fields:", "name: str, required", "entityType: str, required", "observations: list[str], required"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("get_tool_definition text lacks %q:\n%s", want, text)
+			}
+		}
+	})
+	t.Run("uncaught tool error", func(t *testing.T) {
+		// The traceback shows the user's lines and servers.ToolError, not
+		// codecell's runtime or the generated wrapper.
+		res, out := call(t, cs, map[string]any{"code": "from servers.fake import fail\n\ndef step():\n    return fail(text='boom')\n\nstep()"})
+		if out.OK || out.Error == nil || out.Error.Type != "ToolError" {
+			t.Fatalf("%+v", out.Error)
+		}
+		tb := out.Error.Traceback
+		for _, want := range []string{"line 6, in <module>\n    step()\n", "line 4, in step\n    return fail(text='boom')\n", "servers.ToolError: fake.fail: "} {
+			if !strings.Contains(tb, want) {
+				t.Errorf("traceback lacks %q:\n%s", want, tb)
+			}
+		}
+		for _, bad := range []string{"_rpc", "/codecell/gen/", "codecell_runner"} {
+			if strings.Contains(tb, bad) {
+				t.Errorf("traceback shows %q:\n%s", bad, tb)
+			}
+		}
+		if text := textOf(res); !strings.Contains(text, "servers.ToolError: fake.fail: ") {
+			t.Errorf("text rendering:\n%s", text)
+		}
+	})
 	t.Run("hostile channel", func(t *testing.T) {
 		for name, code := range map[string]string{
 			"huge frame":    "import os\nfrom codecell import _rpc\nos.write(_rpc._chan.wfd, b'\\x7f\\xff\\xff\\xff' + b'x' * 100)",
@@ -300,6 +338,17 @@ func TestToolCallLimit(t *testing.T) {
 	}
 }
 
+// TestToolsListWithoutUpstreams: an empty list says that none are
+// configured, and which config file was read.
+func TestToolsListWithoutUpstreams(t *testing.T) {
+	cfgPath, dataDir := testDirs(t, `{"sandbox": {"isolation": "development", "python": "/usr/bin/python3"}}`)
+	out, code := runCLI(t, "tools", "list", "--config", cfgPath, "--data-dir", dataDir)
+	abs, _ := filepath.Abs(cfgPath)
+	if code != 0 || !strings.Contains(out, "no upstream MCP servers are configured") || !strings.Contains(out, "config: "+abs+"\n") {
+		t.Fatalf("tools list exit %d:\n%s", code, out)
+	}
+}
+
 func TestToolsCommandAndDoctor(t *testing.T) {
 	requireProduction(t)
 	// "mute" never answers: tools and doctor give up on it after its own
@@ -312,7 +361,8 @@ func TestToolsCommandAndDoctor(t *testing.T) {
 
 	out, code := runCLI(t, append([]string{"tools", "list"}, flags...)...)
 	if code != 0 || !strings.Contains(out, "fake.add_numbers") || !strings.Contains(out, "broken (failed") ||
-		!strings.Contains(out, "mute (failed, 0 tools): connect: no answer within its startupTimeout of 1s") {
+		!strings.Contains(out, "mute (failed, 0 tools): connect: no answer within its startupTimeout of 1s") ||
+		!strings.Contains(out, "config: ") || strings.Contains(out, "no upstream") {
 		t.Fatalf("tools list exit %d:\n%s", code, out)
 	}
 	out, code = runCLI(t, append([]string{"tools", "search", "add two numbers"}, flags...)...)

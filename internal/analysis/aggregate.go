@@ -26,6 +26,7 @@ type metric struct {
 // of metrics on it: count, sum, mean and p90 of amount read and parse amount
 // once per row.
 type aggregate struct {
+	refs    []fieldRef
 	groupBy []path
 	fields  []path
 	needs   []fieldNeeds
@@ -52,6 +53,7 @@ func compileAggregate(o obj) (*aggregate, error) {
 		}
 		seen[g] = p
 		a.groupBy = append(a.groupBy, newPath(g))
+		a.refs = append(a.refs, fieldRef{p: newPath(g), at: p})
 		a.columns = append(a.columns, g)
 	}
 	list, err := o.list("metrics", true)
@@ -96,6 +98,7 @@ func compileAggregate(o obj) (*aggregate, error) {
 			mt.name = "count"
 		} else {
 			mt.name = op + "_" + field
+			a.refs = append(a.refs, fieldRef{p: newPath(field), at: m.at("field")})
 			idx, ok := fieldIndex[field]
 			if !ok {
 				idx = len(a.fields)
@@ -146,6 +149,8 @@ type group struct {
 	rows int
 	accs []fieldAcc
 }
+
+func (a *aggregate) fieldRefs() []fieldRef { return a.refs }
 
 func (a *aggregate) Run(rows []map[string]any) Result {
 	index := map[string]int{}

@@ -32,8 +32,8 @@ func BenchmarkAggregateMillion(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if res := a.Run(rows); res.RowsOut != len(groups) {
-			b.Fatalf("%d groups", res.RowsOut)
+		if res, err := a.Run(rows); err != nil || res.RowsOut != len(groups) {
+			b.Fatalf("%d groups, %v", res.RowsOut, err)
 		}
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")

@@ -28,7 +28,11 @@
 // exact too. Median, stdev and percentiles are computed in float64.
 //
 // Missing fields and null are the same thing everywhere except in the
-// messages of the required rule. A field is a dot path: "customer.address.city"
+// messages of the required rule. But a field that no row has at all is
+// refused, with the fields the rows do have, nearest first: it is a typo far
+// more often than a question ("regoin", "Amount"). The exceptions are the
+// ones about absent fields: filter's exists and validate's required. With no
+// rows, nothing is refused. A field is a dot path: "customer.address.city"
 // walks nested objects, and a numeric segment indexes an array ("items.0.sku").
 // A top-level key that itself contains dots ("unit.price") is found first.
 //
@@ -85,12 +89,22 @@
 //
 // # transform
 //
-// Parameters: derive {name: expression}, rename {old: new}, select [field, ...],
-// at least one of them, applied in that order to a copy of each row: derive
-// sees the input row (not other derived fields); rename renames top-level keys
-// (a renamed value wins over an existing key of the new name); select keeps
-// only the listed fields (dot paths allowed; the output key is the path as
-// written; a missing field comes out null). An expression is arithmetic: + - * /,
+// Parameters: select [field, ...], rename {old: new}, derive {name: expression},
+// at least one of them, applied in that order to a copy of each row:
+//
+//  1. select picks fields of the input row, by their input names (dot paths
+//     allowed; the output key is the path as written; a field missing from a
+//     row comes out null). Without select every field is kept. A select entry
+//     that names a derived field only places it among the columns.
+//  2. rename renames top-level keys, old to new (a renamed value wins over an
+//     existing key of the new name). With select, each old name must be
+//     selected.
+//  3. derive adds (or replaces) fields computed from the renamed row: the
+//     whole input row, select or not, with rename's new names (an old name is
+//     refused), not other derived fields. Derived fields are always kept.
+//
+// So {"select": ["id", "amount"], "rename": {"amount": "price"}, "derive":
+// {"total": "price * qty"}} gives rows of id, price and total. An expression is arithmetic: + - * /,
 // unary minus, parentheses, numbers and field names (letters, digits, _ and
 // dots, not starting with a digit). A bare field name copies the value as it
 // is, whatever its type. Otherwise any operand that is null, missing or not

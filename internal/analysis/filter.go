@@ -11,6 +11,7 @@ var Operators = []string{"==", "!=", ">", ">=", "<", "<=", "in", "not_in", "cont
 
 type condition struct {
 	field path
+	at    string // where the parameters name the field
 	op    string
 	value any
 	list  []any          // in, not_in
@@ -73,7 +74,7 @@ func compileCondition(c obj) (condition, error) {
 	if err != nil {
 		return condition{}, err
 	}
-	cond := condition{field: newPath(field), op: op, value: c.m["value"]}
+	cond := condition{field: newPath(field), at: c.at("field"), op: op, value: c.m["value"]}
 	_, hasValue := c.m["value"]
 	v := cond.value
 	switch op {
@@ -120,6 +121,18 @@ func compileCondition(c obj) (condition, error) {
 		return cond, paramErr(c.at("operator"), "%q is not one of %s", op, strings.Join(Operators, ", "))
 	}
 	return cond, nil
+}
+
+// fields are the fields of the conditions but exists, whose point is that a
+// field may be absent.
+func (f *filter) fieldRefs() []fieldRef {
+	var refs []fieldRef
+	for _, c := range f.conds {
+		if c.op != "exists" {
+			refs = append(refs, fieldRef{p: c.field, at: c.at, hint: "the exists operator matches rows without a field"})
+		}
+	}
+	return refs
 }
 
 func (f *filter) Run(rows []map[string]any) Result {

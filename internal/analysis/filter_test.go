@@ -40,7 +40,7 @@ func TestFilter(t *testing.T) {
 		{"== beyond 2^53 is exact", cond("age", "==", "9007199254740993"), []string{"3"}},
 		{"== beyond 2^53, off by one", cond("age", "==", "9007199254740992"), []string{}},
 		{"== null matches null", cond("age", "==", "null"), []string{"2"}},
-		{"== null matches missing", cond("nope", "==", "null"), []string{"0", "1", "2", "3", "4"}},
+		{"== null matches missing", cond("items", "==", "null"), []string{"0", "1", "2", "4"}},
 		{"== strings are not coerced to each other, only against numbers", cond("score", "==", `"12.50"`), []string{"3"}},
 		{"== Unicode", cond("city", "==", `"Köln"`), []string{"2"}},
 		{"== array deeply", cond("tags", "==", `["a","b"]`), []string{"0"}},
@@ -50,7 +50,7 @@ func TestFilter(t *testing.T) {
 		{"== empty string", cond("city", "==", `""`), []string{"4"}},
 		// !=
 		{"!= number", cond("age", "!=", "36"), []string{"1", "2", "3", "4"}},
-		{"!= matches missing", cond("nope", "!=", "1"), []string{"0", "1", "2", "3", "4"}},
+		{"!= matches missing", cond("items", "!=", "1"), []string{"0", "1", "2", "3", "4"}},
 		{"!= null", cond("age", "!=", "null"), []string{"0", "1", "3", "4"}},
 		// ordering
 		{"> number, numeric string coerced, null never", cond("age", ">", "30"), []string{"0", "1", "3"}},
@@ -75,7 +75,7 @@ func TestFilter(t *testing.T) {
 		{"contains array element", cond("tags", "contains", `"b"`), []string{"0", "3"}},
 		{"contains Unicode", cond("city", "contains", `"ü"`), []string{"0"}},
 		{"contains number's text", cond("age", "contains", `"900"`), []string{"3"}},
-		{"contains number element", `{"conditions":[{"field":"v","operator":"contains","value":2}]}`, nil},
+		{"contains number element", cond("tags", "contains", "2"), nil},
 		// startswith, endswith
 		{"startswith", cond("city", "startswith", `"Z"`), []string{"0"}},
 		{"startswith Unicode", cond("name", "startswith", `"Ç"`), []string{"2"}},

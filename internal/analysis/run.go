@@ -24,28 +24,38 @@ type Result struct {
 }
 
 // Run runs the analysis kind over rows with its parameters (a JSON object;
-// null or empty means {}). Rows are not modified. A bad kind or parameter is
-// a *ParamError.
+// null or empty means {}). Rows are not modified. A bad kind or parameter,
+// or a field that no row has, is a *ParamError.
 func Run(kind string, rows []map[string]any, params json.RawMessage) (Result, error) {
 	a, err := Compile(kind, params)
 	if err != nil {
 		return Result{}, err
 	}
-	return a.Run(rows), nil
+	return a.Run(rows)
 }
 
 // Analysis is a compiled analysis, ready to run over any number of row sets.
 // It is safe for concurrent use.
 type Analysis struct {
 	kind string
-	r    interface{ Run([]map[string]any) Result }
+	r    interface {
+		Run([]map[string]any) Result
+		fieldRefs() []fieldRef
+	}
 }
 
 // Kind is the analysis type: filter, aggregate, transform or validate.
 func (a *Analysis) Kind() string { return a.kind }
 
-// Run runs the analysis over rows, which it does not modify.
-func (a *Analysis) Run(rows []map[string]any) Result { return a.r.Run(rows) }
+// Run runs the analysis over rows, which it does not modify. A field named by
+// the parameters that no row has is a *ParamError that lists the fields the
+// rows do have (with no rows, nothing is refused).
+func (a *Analysis) Run(rows []map[string]any) (Result, error) {
+	if err := checkFields(rows, a.r.fieldRefs()); err != nil {
+		return Result{}, err
+	}
+	return a.r.Run(rows), nil
+}
 
 // Compile checks the parameters of an analysis and compiles it (regular
 // expressions, expressions), so that errors come before any data is read.

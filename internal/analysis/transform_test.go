@@ -2,8 +2,10 @@ package analysis
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -43,14 +45,14 @@ func TestTransform(t *testing.T) {
 		{
 			name:   "a bare field copies the value, nested paths and Unicode names",
 			data:   `[{"customer":{"address":{"city":"Zürich"}},"größe":3,"items":[{"n":2}]}]`,
-			params: `{"derive":{"city":"customer.address.city","double":"größe * 2","first":"items.0.n * 10","gone":"nope"},"select":["city","double","first","gone"]}`,
-			want:   `[{"city":"Zürich","double":6,"first":20,"gone":null}]`,
+			params: `{"derive":{"city":"customer.address.city","double":"größe * 2","first":"items.0.n * 10"},"select":["city","double","first"]}`,
+			want:   `[{"city":"Zürich","double":6,"first":20}]`,
 		},
 		{
 			name:   "derive sees the input row, not other derived fields",
-			data:   `[{"x":1}]`,
+			data:   `[{"x":1,"a":5}]`,
 			params: `{"derive":{"a":"x + 1","b":"a * 10","x":"x * 100"}}`,
-			want:   `[{"x":100,"a":2,"b":null}]`,
+			want:   `[{"x":100,"a":2,"b":50}]`,
 		},
 		{
 			name:   "rename swaps",
@@ -67,14 +69,44 @@ func TestTransform(t *testing.T) {
 		{
 			name:   "select: missing fields are null, dot paths keep their name",
 			data:   `[{"a":1,"b":2,"n":{"x":5}},{"a":3}]`,
-			params: `{"select":["b","n.x","zz"]}`,
-			want:   `[{"b":2,"n.x":5,"zz":null},{"b":null,"n.x":null,"zz":null}]`,
+			params: `{"select":["b","n.x"]}`,
+			want:   `[{"b":2,"n.x":5},{"b":null,"n.x":null}]`,
 		},
 		{
-			name:   "derive, then rename, then select",
-			data:   `[{"price":2,"qty":3,"sku":"A"}]`,
-			params: `{"derive":{"t":"price * qty"},"rename":{"t":"total","sku":"id"},"select":["id","total"]}`,
-			want:   `[{"id":"A","total":6}]`,
+			name:   "rename alone moves the value to the new name",
+			data:   `[{"amount":10,"qty":2},{"qty":1}]`,
+			params: `{"rename":{"amount":"price"}}`,
+			want:   `[{"price":10,"qty":2},{"qty":1}]`,
+		},
+		{
+			name:   "select picks source fields, then rename renames them",
+			data:   `[{"id":1,"amount":10,"qty":2}]`,
+			params: `{"select":["id","amount"],"rename":{"amount":"price"}}`,
+			want:   `[{"id":1,"price":10}]`,
+		},
+		{
+			name:   "derived fields are kept whatever select says",
+			data:   `[{"id":1,"amount":2.5,"qty":4},{"id":2,"amount":7,"qty":3}]`,
+			params: `{"select":["id"],"derive":{"total":"amount * qty"}}`,
+			want:   `[{"id":1,"total":10},{"id":2,"total":21}]`,
+		},
+		{
+			name:   "select, then rename, then derive over the renamed row",
+			data:   `[{"sku":"A","amount":2,"qty":3,"note":"x"}]`,
+			params: `{"select":["sku","amount","total"],"rename":{"sku":"id","amount":"price"},"derive":{"total":"price * qty"}}`,
+			want:   `[{"id":"A","price":2,"total":6}]`,
+		},
+		{
+			name:   "derive after a rename onto an existing key sees the renamed value",
+			data:   `[{"a":1,"c":2},{"c":3}]`,
+			params: `{"rename":{"a":"c"},"derive":{"d":"c * 10","e":"c"}}`,
+			want:   `[{"c":1,"d":10,"e":1},{"c":3,"d":30,"e":3}]`,
+		},
+		{
+			name:   "derive after a swap",
+			data:   `[{"a":1,"b":2}]`,
+			params: `{"rename":{"a":"b","b":"a"},"derive":{"d":"a * 10 + b"}}`,
+			want:   `[{"a":2,"b":1,"d":21}]`,
 		},
 		{
 			name:   "no rows",
@@ -159,5 +191,58 @@ func TestTransformErrors(t *testing.T) {
 		{"select not a list", "transform", `{"select":"a"}`, "parameters.select", "must be an array"},
 		{"select of a number", "transform", `{"select":["a",1]}`, "parameters.select[1]", "must be a non-empty string, not 1"},
 		{"unknown parameter", "transform", `{"selected":["a"]}`, "parameters.selected", "want select, rename, derive"},
+		{"rename of a field not selected", "transform", `{"select":["id"],"rename":{"amount":"price"}}`, "parameters.rename.amount",
+			`"amount" is not selected; select picks the fields before rename renames them, so add "amount" to select`},
+		{"derive by an old name", "transform", `{"rename":{"amount":"price"},"derive":{"total":"amount * qty"}}`, "parameters.derive.total",
+			`"amount" is renamed to "price"; an expression sees the renamed row, so write "price"`},
+		{"derive by an old name, nested", "transform", `{"rename":{"c":"customer"},"derive":{"n":"c.n + 1"}}`, "parameters.derive.n", `"c" is renamed to "customer"`},
 	})
+}
+
+// TestTransformOrder checks the order select, rename, derive against
+// arithmetic done here: select picks source fields (amount, not price),
+// rename renames them, derive sees the renamed row (price) including fields
+// select left out (qty, discount), and derived fields are kept.
+func TestTransformOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	type sale struct{ amount, qty, discount int64 }
+	sales := make([]sale, 200)
+	rows := make([]map[string]any, len(sales))
+	for i := range sales {
+		s := sale{amount: rng.Int64N(100_000), qty: 1 + rng.Int64N(20)}
+		s.discount = rng.Int64N(s.amount + 1)
+		sales[i] = s
+		rows[i] = map[string]any{"id": json.Number(strconv.Itoa(i)), "amount": json.Number(strconv.FormatInt(s.amount, 10)),
+			"qty": json.Number(strconv.FormatInt(s.qty, 10)), "discount": json.Number(strconv.FormatInt(s.discount, 10)), "note": "x"}
+	}
+	res, err := Run("transform", rows, json.RawMessage(`{"select":["id","amount"],"rename":{"amount":"price"},
+		"derive":{"total":"price * qty","net":"(price - discount) * qty","unit":"total_in / qty"}}`))
+	if err == nil {
+		t.Fatalf("a derived field used by another derived field was accepted: %v", res.Result)
+	}
+	res, err = Run("transform", rows, json.RawMessage(`{"select":["id","amount"],"rename":{"amount":"price"},
+		"derive":{"total":"price * qty","net":"(price - discount) * qty","half":"price / 2"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"id", "price", "half", "net", "total"}; !slices.Equal(res.Columns, want) {
+		t.Errorf("columns %q, want %q", res.Columns, want)
+	}
+	for i, got := range res.Result.([]map[string]any) {
+		s := sales[i]
+		want := map[string]any{
+			"id":    json.Number(strconv.Itoa(i)),
+			"price": json.Number(strconv.FormatInt(s.amount, 10)),
+			"total": s.amount * s.qty,
+			"net":   (s.amount - s.discount) * s.qty,
+		}
+		if s.amount%2 == 0 {
+			want["half"] = s.amount / 2
+		} else {
+			want["half"] = float64(s.amount) / 2
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("row %d = %#v, want %#v", i, got, want)
+		}
+	}
 }

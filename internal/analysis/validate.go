@@ -35,6 +35,7 @@ type Violation struct {
 
 type rule struct {
 	field path
+	at    string // where the parameters name the field
 	rule  string
 	typ   string
 	bound number
@@ -69,7 +70,7 @@ func compileValidate(o obj) (*validate, error) {
 		if err != nil {
 			return nil, err
 		}
-		ru := rule{field: newPath(field), rule: name}
+		ru := rule{field: newPath(field), at: r.at("field"), rule: name}
 		val := r.m["value"]
 		switch name {
 		case "required", "unique":
@@ -105,6 +106,18 @@ func compileValidate(o obj) (*validate, error) {
 		v.rules = append(v.rules, ru)
 	}
 	return v, nil
+}
+
+// fields are the fields of the rules but required, which is there to report
+// rows without a field.
+func (v *validate) fieldRefs() []fieldRef {
+	var refs []fieldRef
+	for _, r := range v.rules {
+		if r.rule != "required" {
+			refs = append(refs, fieldRef{p: r.field, at: r.at, hint: "the required rule reports rows without a field"})
+		}
+	}
+	return refs
 }
 
 func (v *validate) Run(rows []map[string]any) Result {

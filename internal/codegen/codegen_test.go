@@ -298,9 +298,20 @@ func fixture() map[string][]catalog.Tool {
 	getSum := tool("everything", "get-sum", "get_sum", "Adds two numbers.\n\nBoth may be fractional.",
 		`{"type":"object","properties":{"a":{"type":"number","description":"First number"},"b":{"type":"number","description":"Second number","default":0}},"required":["a"],"additionalProperties":false}`)
 	getSum.OutputSchema = json.RawMessage(`{"type":"object","properties":{"sum":{"type":"number"}}}`)
+	// As Zod writes them: an array of objects, a nested object that may be
+	// null; the docstring lists their fields.
+	entity := `{"type":"object","properties":{"name":{"type":"string","description":"The name of the entity"},
+		"entityType":{"type":"string","description":"The type of the entity"},
+		"observations":{"type":"array","items":{"type":"string"},"description":"What is known of it"},
+		"source":{"anyOf":[{"type":"object","properties":{"url":{"type":"string"},"seen":{"type":"integer","description":"Unix time"}},"required":["url"]},{"type":"null"}]}},
+		"required":["name","entityType","observations"],"additionalProperties":false}`
+	createEntities := tool("everything", "create_entities", "create_entities", "Create multiple new entities in the knowledge graph",
+		`{"type":"object","properties":{"entities":{"type":"array","items":`+entity+`}},"required":["entities"],"additionalProperties":false}`)
+	createEntities.OutputSchema = json.RawMessage(`{"type":"object","properties":{"entities":{"type":"array","items":` + entity + `}},"required":["entities"]}`)
 	return map[string][]catalog.Tool{
 		"everything": {
 			getSum,
+			createEntities,
 			tool("everything", "echo", "echo", "Echoes the message back.", `{"type":"object","properties":{"message":{"type":"string","description":"What to echo"}},"required":["message"]}`),
 			tool("everything", "ping", "ping", "", ``),
 			tool("everything", "fail", "fail", "Always fails.", `{"type":"object","additionalProperties":false}`),

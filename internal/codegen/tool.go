@@ -19,6 +19,7 @@ type param struct {
 	def      string // the Python literal of its default, or "" for the omit sentinel
 	defDoc   string // the schema's default as the docstring shows it, or ""
 	doc      string // its description
+	schema   json.RawMessage
 }
 
 // Names of the "**" parameter: extra passes through the arguments a schema
@@ -75,7 +76,7 @@ func readInput(raw json.RawMessage) input {
 	}
 	var in input
 	for _, m := range props {
-		p := param{key: m.key, hint: hint(m.val), required: required[m.key]}
+		p := param{key: m.key, hint: hint(m.val), required: required[m.key], schema: m.val}
 		if s, ok := parseObject(m.val); ok {
 			p.doc = s.str("description")
 			if p.doc == "" {
@@ -291,6 +292,7 @@ func (f *function) writeDocstring(b *strings.Builder) {
 			doc = "(no description)"
 		}
 		b.WriteString("        " + docText(name) + ": " + indent(docText(doc), "            ") + "\n")
+		b.WriteString(docText(fieldsDoc(p.schema, "            ", 1)))
 	}
 	switch {
 	case f.varkw != "" && f.input.malformed:
@@ -301,6 +303,7 @@ func (f *function) writeDocstring(b *strings.Builder) {
 	b.WriteString("\n    " + indent(returnsDoc, "    ") + "\n")
 	if out := outputDoc(f.tool.OutputSchema); out != "" {
 		b.WriteString("    " + docText(out) + "\n")
+		b.WriteString(docText(outputFieldsDoc(f.tool.OutputSchema)))
 	}
 	b.WriteString("    " + raisesDoc + "\n")
 	b.WriteString(`    """` + "\n")
@@ -330,6 +333,23 @@ func outputDoc(raw json.RawMessage) string {
 		fields = append(fields, oneLine(m.key)+": "+hint(m.val))
 	}
 	return "The structured content has the fields " + strings.Join(fields, ", ") + "."
+}
+
+// outputFieldsDoc describes the nested fields of each top-level field of an
+// output schema that holds objects, or returns "".
+func outputFieldsDoc(raw json.RawMessage) string {
+	o, ok := parseObject(raw)
+	if !ok {
+		return ""
+	}
+	props, _ := members(o.get("properties"))
+	var b strings.Builder
+	for _, m := range props[:min(len(props), maxOutputFields)] {
+		if sub := fieldsDoc(m.val, "        ", 1); sub != "" {
+			b.WriteString("    " + oneLine(m.key) + ":\n" + sub)
+		}
+	}
+	return b.String()
 }
 
 // source returns the tool's module.

@@ -56,7 +56,7 @@ type Sandbox struct {
 	Timeout        time.Duration // default wall-clock limit of one execution, default 30s
 	MaxTimeout     time.Duration // the most a caller may ask for, default 120s; must be >= Timeout
 	Memory         int64         // bytes, default 512MiB, min 32MiB
-	Pids           int           // processes and threads, default 64, min 4
+	Pids           int           // processes and threads, default 128 (threads run upstream calls concurrently), min 4
 	CPUTime        time.Duration // default 60s, min 1s (the kernel counts whole seconds)
 	Output         int64         // bytes per stream, default 1MiB, min 1KiB
 	FileSize       int64         // JSON "fileSize", largest single file written, default 256MiB, min 1KiB
@@ -143,7 +143,7 @@ func Default() *Config {
 			Timeout:        30 * time.Second,
 			MaxTimeout:     120 * time.Second,
 			Memory:         512 * MiB,
-			Pids:           64,
+			Pids:           128,
 			CPUTime:        60 * time.Second,
 			Output:         1 * MiB,
 			FileSize:       256 * MiB,

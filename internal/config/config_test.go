@@ -52,7 +52,7 @@ func TestDefault(t *testing.T) {
 		{"timeout", c.Sandbox.Timeout, 30 * time.Second},
 		{"maxTimeout", c.Sandbox.MaxTimeout, 120 * time.Second},
 		{"memory", c.Sandbox.Memory, int64(512 << 20)},
-		{"pids", c.Sandbox.Pids, 64},
+		{"pids", c.Sandbox.Pids, 128},
 		{"cpuTime", c.Sandbox.CPUTime, 60 * time.Second},
 		{"output", c.Sandbox.Output, int64(1 << 20)},
 		{"fileSize", c.Sandbox.FileSize, int64(256 << 20)},
@@ -161,6 +161,7 @@ func TestSpecExample(t *testing.T) {
 	}
 	want.Policy = Policy{Allow: []string{"*"}, Deny: []string{"everything.get-env"}}
 	want.HTTP = HTTP{Tokens: map[string]string{token: "team-a"}, AllowedOrigins: []string{}}
+	want.Sandbox.Pids = 64 // the example's own value, not the default
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
 	}

@@ -51,6 +51,17 @@ func (f *fakeAPI) handler() http.Handler {
 		case 59:
 			e["code"], e["stdout"] = "1/0", ""
 			e["error_type"], e["error_message"] = "ZeroDivisionError", "division by zero"
+			e["error_traceback"] = "Traceback (most recent call last):\n  File \"<cell>\", line 1, in <module>\n    1/0\nZeroDivisionError: division by zero\n"
+		case 58:
+			// Multi-line output and results: their first line alone is "[" or "{".
+			e["stdout"], e["result"] = "", map[string]any{"rows": 3, "region": "north"}
+		case 57:
+			e["stdout"] = "[\n  1,\n  2\n]\n"
+		case 56:
+			e["code"], e["stdout"] = "import pandas", ""
+			e["error_type"] = "ModuleNotFoundError"
+			e["error_message"] = "No module named 'pandas'; to install it, call install_dependencies"
+			e["error_traceback"] = "Traceback (most recent call last):\n  File \"<cell>\", line 1, in <module>\nModuleNotFoundError: No module named 'pandas'\n"
 		case 1:
 			e["code"] = "print('the oldest')"
 		}
@@ -158,6 +169,15 @@ func TestDashboardAgainstFakeAPI(t *testing.T) {
 	do("expand an execution",
 		chromedp.Click(chromedp.CSS(`details.exec[data-id="60"] summary`)),
 		browsertest.WaitText("executions", "Tool calls", "files.read_file"))
+	do("multi-line output and results preview on one line",
+		browsertest.WaitJS("the outcome of #58", `document.querySelector('details.exec[data-id="58"] .outcome').textContent === '{ "region": "north", "rows": 3 }'`),
+		browsertest.WaitJS("the outcome of #57", `document.querySelector('details.exec[data-id="57"] .outcome').textContent === '[ 1, 2 ]'`))
+	do("an expanded error shows its traceback",
+		chromedp.Click(chromedp.CSS(`details.exec[data-id="59"] summary`)),
+		browsertest.WaitJS("the traceback of #59", `document.querySelector('details.exec[data-id="59"] pre.error').textContent.startsWith('Traceback (most recent call last):\n  File "<cell>", line 1, in <module>\n    1/0\nZeroDivisionError: division by zero')`))
+	do("and the hint codecell added to the message",
+		chromedp.Click(chromedp.CSS(`details.exec[data-id="56"] summary`)),
+		browsertest.WaitJS("the error of #56", `document.querySelector('details.exec[data-id="56"] pre.error').textContent.endsWith("ModuleNotFoundError: No module named 'pandas'\nModuleNotFoundError: No module named 'pandas'; to install it, call install_dependencies")`))
 	do("load older executions",
 		chromedp.Click(chromedp.CSS("#more")),
 		browsertest.WaitText("executions", "print('the oldest')"),

@@ -153,7 +153,9 @@ func TestProxyTunnels(t *testing.T) {
 	tr := backend.Client().Transport.(*http.Transport).Clone()
 	proxyURL, _ := url.Parse("http://proxy.invalid")
 	tr.Proxy = http.ProxyURL(proxyURL)
-	tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) }
+	tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}
 	tr.TLSClientConfig.ServerName = "example.com" // httptest's certificate names example.com
 	resp, err := (&http.Client{Transport: tr}).Get("https://pkgs.example/simple/")
 	if err != nil {

@@ -37,6 +37,11 @@ var sandboxEnv = [][2]string{
 	// usercustomize) would run in every python subprocess the code starts:
 	// a file fetched into the workspace must not run unasked.
 	{"PYTHONNOUSERSITE", "1"},
+	// glibc reserves 64 MiB of address space for each thread's malloc arena,
+	// up to eight per core: under the address-space limit (512 MiB by
+	// default) a dozen threads used it all, and "can't start new thread"
+	// came long before sandbox.pids. Python holds the GIL anyway.
+	{"MALLOC_ARENA_MAX", "2"},
 }
 
 // bwrapSpec is everything the bubblewrap command line depends on. Descriptor

@@ -63,6 +63,23 @@ func TestCallsToHost(t *testing.T) {
 			if !r.OK || toJSON(r.Result) != `["s","fail","it failed"]` {
 				t.Fatalf("tool error: %+v %v", r.Error, r.Result)
 			}
+			// An uncaught tool error shows the user's line and servers.ToolError,
+			// not codecell's frames.
+			r, _ = run("from codecell import _rpc\ndef f():\n    _rpc.call('s', 'fail', {})\nf()", 0)
+			if r.OK || r.Error.Type != "ToolError" {
+				t.Fatalf("uncaught tool error: %+v", r.Error)
+			}
+			tb := r.Error.Traceback
+			for _, want := range []string{"    f()\n", "    _rpc.call('s', 'fail', {})\n", "servers.ToolError: s.fail: it failed\n"} {
+				if !strings.Contains(tb, want) {
+					t.Errorf("traceback lacks %q:\n%s", want, tb)
+				}
+			}
+			for _, bad := range []string{"_rpc.py", "codecell._rpc", "codecell_runner"} {
+				if strings.Contains(tb, bad) {
+					t.Errorf("traceback shows %q:\n%s", bad, tb)
+				}
+			}
 			// Ten calls from threads are handled at once: none is answered
 			// before all ten are in the handler, so were they handled one at
 			// a time the first would wait for the timeout. No clock decides.

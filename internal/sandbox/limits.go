@@ -16,10 +16,12 @@ type Limits struct {
 	TmpSize   int64         // size of the private /tmp (and /dev/shm), bytes
 }
 
-// DefaultLimits are the limits used where a field is zero (SPEC §3 defaults).
+// DefaultLimits are the limits used where a field is zero (the config's
+// defaults). Pids leaves room for a ThreadPoolExecutor of 64 or 100 workers,
+// threads being how code runs upstream calls concurrently.
 var DefaultLimits = Limits{
 	Memory:    512 << 20,
-	Pids:      64,
+	Pids:      128,
 	CPUTime:   60 * time.Second,
 	FileSize:  256 << 20,
 	OpenFiles: 256,
@@ -69,6 +71,8 @@ type runnerLimits struct {
 	FileSize    int64 `json:"file_size"`
 	OpenFiles   int   `json:"open_files"`
 	NProc       int   `json:"nproc"`
+	Pids        int   `json:"pids"`  // sandbox.pids, for messages
+	Level       Level `json:"level"` // for messages
 	CPUSeconds  int64 `json:"cpu_seconds"`
 	ResultBytes int64 `json:"result_bytes"`
 }
@@ -80,6 +84,8 @@ func (l Limits) forRunner(level Level) runnerLimits {
 		OpenFiles:   l.OpenFiles,
 		CPUSeconds:  int64((l.CPUTime + time.Second - 1) / time.Second),
 		ResultBytes: l.Output,
+		Pids:        l.Pids,
+		Level:       level,
 	}
 	// RLIMIT_NPROC counts per user: in production that user exists only in
 	// the sandbox's own user namespace, where bwrap's init and the zygote are

@@ -369,17 +369,25 @@ func TestLimits(t *testing.T) {
 // TestForkBomb is not parallel: it counts the test process's descendants,
 // which other sandboxes running at the same time would add to.
 func TestForkBomb(t *testing.T) {
-	const pids = 16
+	// A small limit, and the default (Limits{}), which leaves room for a
+	// hundred threads and so for as many processes.
+	for _, pids := range []int{16, DefaultLimits.Pids} {
+		t.Run(fmt.Sprint("pids ", pids), func(t *testing.T) { forkBomb(t, pids) })
+	}
+}
+
+func forkBomb(t *testing.T, pids int) {
 	// The parent forks until the kernel refuses, then keeps trying, 100
 	// times, to show the limit holds; each child becomes a sleep holding its
 	// process slot, named by a marker so that the host can look for it
-	// afterwards. The parent gives up at 200 children so that a missing
-	// limit cannot hurt the host. It ends by itself rather than by a
+	// afterwards. The parent gives up at 2*pids+50 children so that a
+	// missing limit cannot hurt the host. It ends by itself rather than by a
 	// timeout: no fixed time is sure to be enough to reach the limit on a
 	// loaded machine (under gVisor a fork can take a good part of a second).
+	bound := 2*pids + 50
 	code := "import os\n" +
 		"n = refused = 0\n" +
-		"while n < 200 and refused < 100:\n" +
+		fmt.Sprintf("while n < %d and refused < 100:\n", bound) +
 		"    try:\n" +
 		"        pid = os.fork()\n" +
 		"    except OSError:\n" +
@@ -389,10 +397,14 @@ func TestForkBomb(t *testing.T) {
 		"        os.execv('/usr/bin/sleep', ['sleep', 'MARKER'])\n" +
 		"    n += 1\n" +
 		"    print('forked', n, flush=True)\n" +
-		"print('UNBOUNDED' if n >= 200 else 'refused', flush=True)\n"
+		fmt.Sprintf("print('UNBOUNDED' if n >= %d else 'refused', flush=True)\n", bound)
 	for _, level := range []Level{Production, Hardened} {
 		t.Run(string(level), func(t *testing.T) {
-			m, ws := levelManager(t, level, Limits{Pids: pids})
+			limits := Limits{Pids: pids}
+			if pids == DefaultLimits.Pids {
+				limits = Limits{}
+			}
+			m, ws := levelManager(t, level, limits)
 			before := len(descendantsOf(os.Getpid()))
 			peak := 0
 			stop := make(chan struct{})
@@ -466,5 +478,32 @@ func TestRefusesUnreachableDirs(t *testing.T) {
 	r := exec1(t, m, filepath.Join(private, "ws"), "print(1)", slack)
 	if r.OK || r.Error.Type != ErrSandbox || !strings.Contains(r.Error.Message, "cannot reach") {
 		t.Fatalf("an unreachable workspace: %+v", r.Error)
+	}
+}
+
+// TestThreadLimitNamed: a thread that cannot start says which limit stopped
+// it, with its config key and value: Python's own message names neither.
+func TestThreadLimitNamed(t *testing.T) {
+	// Sleeping workers are never idle, so each task starts a thread.
+	code := "import time\nfrom concurrent.futures import ThreadPoolExecutor\n" +
+		"with ThreadPoolExecutor(400) as p:\n    list(p.map(lambda i: time.sleep(0.5), range(400)))"
+	for _, tc := range []struct {
+		name   string
+		level  Level
+		limits Limits
+		want   string
+	}{
+		{"pids", Production, Limits{Pids: 16}, "can't start new thread: the sandbox's process and thread limit, sandbox.pids = 16, is reached"},
+		{"memory", Production, Limits{Pids: 1000, Memory: 128 << 20}, "can't start new thread: the sandbox's memory limit, sandbox.memory = 128 MiB of address space, has no room"},
+		{"memory in development", Development, Limits{Memory: 128 << 20}, "sandbox.memory = 128 MiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, ws := levelManager(t, tc.level, tc.limits)
+			r := exec1(t, m, ws, code, 30*time.Second)
+			wantError(t, r, "RuntimeError", tc.want)
+			if !strings.Contains(r.Error.Traceback, tc.want) {
+				t.Errorf("traceback:\n%s", r.Error.Traceback)
+			}
+		})
 	}
 }

@@ -79,7 +79,7 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 		}
 		cmd.Dir = workspace
 		cmd.Env = append([]string{}, minimalEnv...)
-		cmd.Env = append(cmd.Env, "HOME="+workspace, "LANG=C.UTF-8", "PYTHONUNBUFFERED=1", "MPLBACKEND=Agg")
+		cmd.Env = append(cmd.Env, "HOME="+workspace, "LANG=C.UTF-8", "PYTHONUNBUFFERED=1", "MPLBACKEND=Agg", "MALLOC_ARENA_MAX=2")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		extra = []*os.File{childEnd}
 	case Production:

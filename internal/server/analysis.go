@@ -25,7 +25,7 @@ type ExecuteAnalysisInput struct {
 	AnalysisType string         `json:"analysis_type" jsonschema:"filter, aggregate, transform or validate."`
 	Data         any            `json:"data,omitempty" jsonschema:"The rows: an array of objects, or an object whose array of objects parameters.data_field names. Give data or source, not both."`
 	Source       string         `json:"source,omitempty" jsonschema:"A workspace file holding the rows, as a path relative to the workspace: .json (as data), .jsonl or .ndjson (one object per line) or .csv (a header row; cells that are numbers become numbers, empty cells null). Give data or source, not both."`
-	Parameters   map[string]any `json:"parameters,omitempty" jsonschema:"What to do; fields are dot paths (customer.address.city). filter: {conditions: [{field, operator, value}], logic: AND|OR, limit} with operators == != > >= < <= in not_in contains startswith endswith regex exists. aggregate: {group_by: [field], metrics: [{field, op}]} with ops count sum mean median min max stdev distinct p0..p100; columns are named op_field, or count. transform: {derive: {name: expression with + - * / ( ) numbers and fields}, rename: {old: new}, select: [field]}, in that order. validate: {rules: [{field, rule, value}]} with rules required, type (string number integer boolean object array), min, max, regex, enum (a list), unique. data_field: where the rows are when data is an object."`
+	Parameters   map[string]any `json:"parameters,omitempty" jsonschema:"What to do; fields are dot paths (customer.address.city). filter: {conditions: [{field, operator, value}], logic: AND|OR, limit} with operators == != > >= < <= in not_in contains startswith endswith regex exists. aggregate: {group_by: [field], metrics: [{field, op}]} with ops count sum mean median min max stdev distinct p0..p100; columns are named op_field, or count. transform: {select: [field], rename: {old: new}, derive: {name: expression with + - * / ( ) numbers and fields}}, in that order: select picks input fields, rename renames them, derive sees the renamed row and its fields are always kept. validate: {rules: [{field, rule, value}]} with rules required, type (string number integer boolean object array), min, max, regex, enum (a list), unique. data_field: where the rows are when data is an object. A field no row has is refused (but for exists and required)."`
 }
 
 // ExecuteAnalysisOutput is the structured result of execute_analysis.
@@ -89,7 +89,10 @@ func (s *Server) executeAnalysis(ctx context.Context, req *mcp.CallToolRequest, 
 	if err != nil {
 		return nil, ExecuteAnalysisOutput{}, err
 	}
-	res := a.Run(rows)
+	res, err := a.Run(rows)
+	if err != nil {
+		return nil, ExecuteAnalysisOutput{}, analysisError("parameters", err)
+	}
 	out := ExecuteAnalysisOutput{Result: res.Result, Stats: AnalysisStats{RowsIn: res.RowsIn, RowsOut: res.RowsOut}}
 	text := renderAnalysis(in.AnalysisType, res)
 	// Rows from a workspace file reach the model with their personal data

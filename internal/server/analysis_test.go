@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -299,6 +300,76 @@ func TestExecuteAnalysisBadArguments(t *testing.T) {
 	res, text := callAnalysis(t, cs, map[string]any{"analysis_type": "aggregate", "source": "sub/sub/ok.csv", "parameters": agg})
 	if res.IsError || !strings.Contains(text, "aggregate: 1 group from 1 row") {
 		t.Errorf("through a symlink inside: %s", text)
+	}
+}
+
+// TestExecuteAnalysisTransformOrder: select picks input fields, rename renames
+// them (old to new), derive sees the renamed row and is kept with select.
+func TestExecuteAnalysisTransformOrder(t *testing.T) {
+	cs, _ := analysisClient(t)
+	data := []any{
+		map[string]any{"id": 1, "amount": 2.5, "qty": 4},
+		map[string]any{"id": 2, "amount": 7, "qty": 3},
+	}
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		want   []map[string]any
+	}{
+		{"rename alone", map[string]any{"rename": map[string]any{"amount": "price"}},
+			[]map[string]any{{"id": 1.0, "price": 2.5, "qty": 4.0}, {"id": 2.0, "price": 7.0, "qty": 3.0}}},
+		{"derive with select", map[string]any{"select": []any{"id"}, "derive": map[string]any{"total": "amount * qty"}},
+			[]map[string]any{{"id": 1.0, "total": 10.0}, {"id": 2.0, "total": 21.0}}},
+		{"all three", map[string]any{"select": []any{"id", "amount"}, "rename": map[string]any{"amount": "price"}, "derive": map[string]any{"total": "price * qty"}},
+			[]map[string]any{{"id": 1.0, "price": 2.5, "total": 10.0}, {"id": 2.0, "price": 7.0, "total": 21.0}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, text := callAnalysis(t, cs, map[string]any{"analysis_type": "transform", "data": data, "parameters": tc.params})
+			if res.IsError {
+				t.Fatalf("error: %s", text)
+			}
+			var out struct {
+				Result []map[string]any `json:"result"`
+			}
+			structured(t, res, &out)
+			if !reflect.DeepEqual(out.Result, tc.want) {
+				t.Errorf("result %v, want %v", out.Result, tc.want)
+			}
+		})
+	}
+}
+
+// TestExecuteAnalysisUnknownField: a field no row has is a bad argument that
+// names it and lists the fields seen, nearest first.
+func TestExecuteAnalysisUnknownField(t *testing.T) {
+	cs, _ := analysisClient(t)
+	data := []any{map[string]any{"region": "north", "amount": 10}, map[string]any{"region": "south", "amount": 5}}
+	for _, tc := range []struct {
+		kind   string
+		params map[string]any
+		want   string
+	}{
+		{"aggregate", map[string]any{"group_by": []any{"regoin"}, "metrics": []any{map[string]any{"op": "count"}}},
+			`invalid argument parameters.group_by[0]: no row has the field "regoin"; fields seen, nearest first: region, amount`},
+		{"filter", map[string]any{"conditions": []any{map[string]any{"field": "Amount", "operator": ">", "value": 1}}},
+			`invalid argument parameters.conditions[0].field: no row has the field "Amount"; fields seen, nearest first: amount, region (names are case-sensitive)`},
+		{"transform", map[string]any{"select": []any{"regoin"}},
+			`invalid argument parameters.select[0]: no row has the field "regoin"; fields seen, nearest first: region, amount`},
+		{"validate", map[string]any{"rules": []any{map[string]any{"field": "amont", "rule": "min", "value": 0}}},
+			`invalid argument parameters.rules[0].field: no row has the field "amont"; fields seen, nearest first: amount, region`},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			res, text := callAnalysis(t, cs, map[string]any{"analysis_type": tc.kind, "data": data, "parameters": tc.params})
+			if !res.IsError || !strings.Contains(text, tc.want) {
+				t.Errorf("got %q (error %v), want %q", text, res.IsError, tc.want)
+			}
+		})
+	}
+	// The required rule is about missing fields: it reports them, as before.
+	res, text := callAnalysis(t, cs, map[string]any{"analysis_type": "validate", "data": data,
+		"parameters": map[string]any{"rules": []any{map[string]any{"field": "email", "rule": "required"}}}})
+	if res.IsError || !strings.Contains(text, "validate: 2 violations in 2 rows") {
+		t.Errorf("required on a field no row has: %s", text)
 	}
 }
 

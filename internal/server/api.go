@@ -77,13 +77,15 @@ type ExecutionEntry struct {
 	// Result is the result's JSON value; when the log cut it short it is
 	// the excerpt as a string (ending in a note of the bytes dropped), and
 	// null when there was none.
-	Result       any             `json:"result"`
-	ErrorType    string          `json:"error_type"`
-	ErrorMessage string          `json:"error_message"`
-	DurationMS   int64           `json:"duration_ms"`
-	ToolCalls    json.RawMessage `json:"tool_calls"` // [{name, ok, duration_ms}]
-	Isolation    string          `json:"isolation"`
-	CreatedAt    time.Time       `json:"created_at"`
+	Result       any    `json:"result"`
+	ErrorType    string `json:"error_type"`
+	ErrorMessage string `json:"error_message"`
+	// ErrorTraceback is the error's Python traceback (an excerpt), or "".
+	ErrorTraceback string          `json:"error_traceback"`
+	DurationMS     int64           `json:"duration_ms"`
+	ToolCalls      json.RawMessage `json:"tool_calls"` // [{name, ok, duration_ms}]
+	Isolation      string          `json:"isolation"`
+	CreatedAt      time.Time       `json:"created_at"`
 }
 
 // Executions returns a page of ns's execution log, newest first: up to
@@ -116,7 +118,7 @@ func (a API) Executions(ctx context.Context, ns string, before int64, limit int)
 	for _, e := range list {
 		entry := ExecutionEntry{
 			ID: e.ID, SessionID: e.SessionID, Code: e.Code, Stdout: e.StdoutExcerpt, Stderr: e.StderrExcerpt,
-			ErrorType: e.ErrorType, ErrorMessage: e.ErrorMessage, DurationMS: e.Duration.Milliseconds(),
+			ErrorType: e.ErrorType, ErrorMessage: e.ErrorMessage, ErrorTraceback: e.ErrorTraceback, DurationMS: e.Duration.Milliseconds(),
 			ToolCalls: e.ToolCalls, Isolation: e.Isolation, CreatedAt: e.CreatedAt,
 		}
 		switch {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,7 +62,7 @@ func TestAPIExecutions(t *testing.T) {
 	if err := json.Unmarshal(mixed.ToolCalls, &calls); err != nil || len(calls) != 2 || calls[0].Name != "fake.fail" {
 		t.Errorf("mixed tool calls %s", mixed.ToolCalls)
 	}
-	if mixed.ErrorType != "ValueError" || mixed.ErrorMessage != "boom" {
+	if mixed.ErrorType != "ValueError" || mixed.ErrorMessage != "boom" || !strings.HasSuffix(mixed.ErrorTraceback, "\nValueError: boom\n") {
 		t.Errorf("mixed entry: %+v", mixed)
 	}
 

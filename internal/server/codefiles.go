@@ -25,8 +25,9 @@ const codeDir = "code"
 
 // InitializeCodeFileInput is the input of initialize_code_file.
 type InitializeCodeFileInput struct {
-	Content  string `json:"content" jsonschema:"Python source to start the file with."`
-	Filename string `json:"filename,omitempty" jsonschema:"A .py path relative to the workspace; an existing file is replaced. Default: a new code/cell_N.py."`
+	Content   string `json:"content" jsonschema:"Python source to start the file with."`
+	Filename  string `json:"filename,omitempty" jsonschema:"A .py path relative to the workspace. Default: a new code/cell_N.py."`
+	Overwrite bool   `json:"overwrite,omitempty" jsonschema:"Replace filename if it exists; without it an existing file is refused."`
 }
 
 // AppendCodeFileInput is the input of append_to_code_file.
@@ -92,6 +93,7 @@ func (s *Server) initializeCodeFile(ctx context.Context, req *mcp.CallToolReques
 	}
 	defer ws.Close()
 	var e workspace.Entry
+	verb := "created"
 	if in.Filename == "" {
 		e, err = newCodeFile(ws, []byte(in.Content))
 	} else {
@@ -102,12 +104,21 @@ func (s *Server) initializeCodeFile(ctx context.Context, req *mcp.CallToolReques
 		if clean, cerr := workspace.Clean(p); cerr == nil && (path.Ext(clean) != ".py" || path.Base(clean) == ".py") {
 			return nil, CodeFileOutput{}, fieldError("filename", "%q does not end in .py", in.Filename)
 		}
-		e, err = ws.Write(p, []byte(in.Content))
+		// Create first, so that a file the model forgot it had (or another
+		// agent's) is not lost without a word.
+		e, err = ws.Create(p, []byte(in.Content))
+		if errors.Is(err, workspace.ErrExist) {
+			if !in.Overwrite {
+				return nil, CodeFileOutput{}, fieldError("filename", "%q exists; pass overwrite: true to replace it, or use append_to_code_file to add to it", in.Filename)
+			}
+			verb = "replaced"
+			e, err = ws.Write(p, []byte(in.Content))
+		}
 	}
 	if err != nil {
 		return nil, CodeFileOutput{}, s.wsError(ctx, ns, "filename", err)
 	}
-	return s.codeFileResult(ctx, ns, "created", e, in.Content, false)
+	return s.codeFileResult(ctx, ns, verb, e, in.Content, false)
 }
 
 // newCodeFile creates code/cell_N.py with the next N after the highest

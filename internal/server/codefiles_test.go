@@ -35,9 +35,21 @@ func TestCodeFiles(t *testing.T) {
 		t.Fatalf("read: %+v %q", f, text)
 	}
 	mustCall(t, cs, "initialize_code_file", map[string]any{"content": "a = 1", "filename": "tools/a.py"}, &f)
-	mustCall(t, cs, "initialize_code_file", map[string]any{"content": "a = 2", "filename": "tools/a.py"}, &f)
-	if got, _ := os.ReadFile(filepath.Join(dir, "tools/a.py")); string(got) != "a = 2" {
-		t.Fatalf("a named file is replaced: %q", got)
+	// An existing file is refused without overwrite, and left as it was.
+	res, text := callTool(t, cs, "initialize_code_file", map[string]any{"content": "a = 2", "filename": "tools/a.py"})
+	if !res.IsError || !strings.Contains(text, `invalid argument filename: "tools/a.py" exists; pass overwrite: true to replace it`) {
+		t.Fatalf("an existing file without overwrite: %v %q", res.IsError, text)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "tools/a.py")); string(got) != "a = 1" {
+		t.Fatalf("a refused initialize changed the file: %q", got)
+	}
+	text = mustCall(t, cs, "initialize_code_file", map[string]any{"content": "a = 2", "filename": "tools/a.py", "overwrite": true}, &f)
+	if got, _ := os.ReadFile(filepath.Join(dir, "tools/a.py")); string(got) != "a = 2" || !strings.HasPrefix(text, "replaced tools/a.py") {
+		t.Fatalf("overwrite: %q, %q", got, text)
+	}
+	text = mustCall(t, cs, "initialize_code_file", map[string]any{"content": "b = 1", "filename": "tools/b.py", "overwrite": true}, &f)
+	if !strings.HasPrefix(text, "created tools/b.py") {
+		t.Fatalf("overwrite of nothing: %q", text)
 	}
 
 	var out ExecuteCodeOutput

@@ -20,7 +20,7 @@ const maxCode = 1 << 20
 // ExecuteCodeInput is the input of execute_code.
 type ExecuteCodeInput struct {
 	Code           string         `json:"code" jsonschema:"Python source to run. The value of a top-level variable named result, else of the last expression, is returned as result. At most 1 MiB."`
-	SessionID      string         `json:"session_id,omitempty" jsonschema:"Run in a live interpreter whose globals persist between calls; an unknown id creates the session."`
+	SessionID      string         `json:"session_id,omitempty" jsonschema:"Run in a live interpreter whose globals persist between calls; an unknown id starts a new session (the result says session_started)."`
 	Context        map[string]any `json:"context,omitempty" jsonschema:"JSON values bound as global variables before the code runs; keys must be Python identifiers."`
 	TimeoutSeconds float64        `json:"timeout_seconds,omitempty" jsonschema:"Wall-clock limit in seconds, from 1 to the server's maximum; default the server's timeout."`
 	Language       string         `json:"language,omitempty" jsonschema:"Language of code; only python is supported."`
@@ -39,6 +39,7 @@ type ExecuteCodeOutput struct {
 	Files          []string           `json:"files" jsonschema:"Workspace files the code created or changed."`
 	FilesOmitted   int                `json:"files_omitted,omitempty" jsonschema:"Changed files beyond the 100 in files."`
 	SessionID      string             `json:"session_id,omitempty" jsonschema:"The session used, if any."`
+	SessionStarted bool               `json:"session_started,omitempty" jsonschema:"True when this call started session_id: a new interpreter, without the names of earlier calls (a new id, a typo, or one whose interpreter ended or was closed)."`
 	ContextSavings ContextSavings     `json:"context_savings" jsonschema:"Bytes of tool results that stayed in the sandbox against bytes returned."`
 	Isolation      string             `json:"isolation" jsonschema:"The isolation level the code ran under."`
 	Images         []ImageInfo        `json:"images,omitempty" jsonschema:"Images the code showed (display_image, matplotlib figures left open, an Image result), sent as image content."`
@@ -132,13 +133,13 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	watch := s.watchFiles(j.Namespace) // the workspace before, for out.Files
 	onOutput, stopProgress := s.startProgress(ctx, j.Req, j.Namespace)
 	sreq.OnOutput = onOutput
-	res, err := s.execute(ctx, j, sreq)
+	res, started, err := s.execute(ctx, j, sreq)
 	stopProgress()
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
 	out := outputOf(res)
-	out.SessionID = j.SessionID
+	out.SessionID, out.SessionStarted = j.SessionID, started
 	out.ToolCalls.Calls, out.ContextSavings.ToolResultBytes = calls.record()
 	out.ToolCalls.Count = len(out.ToolCalls.Calls)
 	// Personal data the code printed or returned reaches the model only as
@@ -163,17 +164,18 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	}, out, nil
 }
 
-// execute runs sreq in j's session, or in a fresh process without one.
-func (s *Server) execute(ctx context.Context, j job, sreq sandbox.Request) (*sandbox.Result, error) {
+// execute runs sreq in j's session, or in a fresh process without one;
+// started says the session was started for it.
+func (s *Server) execute(ctx context.Context, j job, sreq sandbox.Request) (res *sandbox.Result, started bool, err error) {
 	if j.SessionID == "" {
-		return s.exec.Exec(ctx, sreq), nil
+		return s.exec.Exec(ctx, sreq), false, nil
 	}
-	ls, err := s.sessions.acquire(ctx, j.Namespace, j.SessionID, sreq)
+	ls, started, err := s.sessions.acquire(ctx, j.Namespace, j.SessionID, sreq)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer s.sessions.release(j.Namespace, ls)
-	return ls.sb.Exec(ctx, sreq), nil
+	return ls.sb.Exec(ctx, sreq), started, nil
 }
 
 func (s *Server) checkExecInput(in ExecuteCodeInput) (time.Duration, error) {
@@ -248,6 +250,11 @@ func returnedBytes(out ExecuteCodeOutput) int64 {
 // render is the short text form of a result, for hosts that show only text.
 func render(out ExecuteCodeOutput) string {
 	var b strings.Builder
+	if out.SessionStarted {
+		// First, so that a NameError below reads as what it is: an id that
+		// was mistyped, or a session that ended, not a lost variable.
+		fmt.Fprintf(&b, "[new session %q started: names defined by earlier calls are not in it]\n", out.SessionID)
+	}
 	if out.Stdout != "" {
 		b.WriteString(out.Stdout)
 		if !strings.HasSuffix(out.Stdout, "\n") {
@@ -271,11 +278,7 @@ func render(out ExecuteCodeOutput) string {
 		fmt.Fprintf(&b, "[image] %s, %d bytes\n", im.MIMEType, im.Bytes)
 	}
 	if out.Error != nil {
-		if out.Error.Traceback != "" {
-			b.WriteString(out.Error.Traceback)
-		} else {
-			fmt.Fprintf(&b, "%s: %s\n", out.Error.Type, out.Error.Message)
-		}
+		renderError(&b, out.Error)
 	}
 	if b.Len() == 0 {
 		b.WriteString("(no output)\n")
@@ -284,4 +287,37 @@ func render(out ExecuteCodeOutput) string {
 		b.WriteString("[isolation: development, no sandbox]\n")
 	}
 	return b.String()
+}
+
+// ErrorText is an execution's error as the text rendering shows it: its
+// traceback and any hint added to its message, or its type and message.
+func ErrorText(e *sandbox.ExecError) string {
+	var b strings.Builder
+	renderError(&b, e)
+	return b.String()
+}
+
+// renderError writes an error's traceback, or its type and message. The
+// runner adds hints to the message ("to install it, call
+// install_dependencies ..."), which the traceback's last line, written by
+// Python, lacks: what the message adds is written after the traceback.
+func renderError(b *strings.Builder, e *sandbox.ExecError) {
+	if e.Traceback == "" {
+		fmt.Fprintf(b, "%s: %s\n", e.Type, e.Message)
+		return
+	}
+	b.WriteString(e.Traceback)
+	if !strings.HasSuffix(e.Traceback, "\n") {
+		b.WriteString("\n")
+	}
+	tb := strings.TrimRight(e.Traceback, "\n")
+	last := tb[strings.LastIndexByte(tb, '\n')+1:]
+	_, shown, _ := strings.Cut(last, ": ")
+	switch {
+	case strings.Contains(tb, e.Message):
+	case shown != "" && strings.HasPrefix(e.Message, shown):
+		fmt.Fprintf(b, "hint: %s\n", strings.TrimLeft(e.Message[len(shown):], "; "))
+	default:
+		fmt.Fprintf(b, "%s: %s\n", e.Type, e.Message)
+	}
 }

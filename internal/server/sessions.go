@@ -69,35 +69,36 @@ func newSessions(open SessionOpener, st *store.Store, idle time.Duration, max in
 }
 
 // acquire returns the live session id of ns, creating it when it does not
-// exist or its interpreter has ended; the caller must release it. req is
-// the execution the session starts with (its workspace and interpreter).
-func (r *sessions) acquire(ctx context.Context, ns, id string, req sandbox.Request) (*liveSession, error) {
+// exist or its interpreter has ended (started says so); the caller must
+// release it. req is the execution the session starts with (its workspace
+// and interpreter).
+func (r *sessions) acquire(ctx context.Context, ns, id string, req sandbox.Request) (ls *liveSession, started bool, err error) {
 	if r.open == nil {
-		return nil, fieldError("session_id", "sessions are not available with this executor")
+		return nil, false, fieldError("session_id", "sessions are not available with this executor")
 	}
 	if ls := r.take(ns, id); ls != nil {
-		return ls, nil
+		return ls, false, nil
 	}
 	r.createMu.Lock()
 	defer r.createMu.Unlock()
 	if ls := r.take(ns, id); ls != nil {
-		return ls, nil
+		return ls, false, nil
 	}
 	r.mu.Lock()
 	n := len(r.byNS[ns])
 	r.mu.Unlock()
 	if n >= r.max {
-		return nil, fieldError("session_id", "this namespace already has %d live sessions, the limit; close one with close_session (list_sessions lists them)", n)
+		return nil, false, fieldError("session_id", "this namespace already has %d live sessions, the limit; close one with close_session (list_sessions lists them)", n)
 	}
 	sb, err := r.open.OpenSession(ctx, req)
 	if err != nil {
 		if errors.Is(err, sandbox.ErrUnavailable) {
-			return nil, fieldError("session_id", "%v", err)
+			return nil, false, fieldError("session_id", "%v", err)
 		}
-		return nil, fmt.Errorf("start session %s: %w", id, err)
+		return nil, false, fmt.Errorf("start session %s: %w", id, err)
 	}
 	now := time.Now()
-	ls := &liveSession{id: id, sb: sb, created: now, lastUsed: now, running: 1}
+	ls = &liveSession{id: id, sb: sb, created: now, lastUsed: now, running: 1}
 	r.mu.Lock()
 	if r.byNS[ns] == nil {
 		r.byNS[ns] = map[string]*liveSession{}
@@ -105,7 +106,7 @@ func (r *sessions) acquire(ctx context.Context, ns, id string, req sandbox.Reque
 	r.byNS[ns][id] = ls
 	r.mu.Unlock()
 	r.record(ns, id, now)
-	return ls, nil
+	return ls, true, nil
 }
 
 // take returns the live session id of ns, marked running, or nil. A session

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -44,6 +45,8 @@ func TestSessionsConcurrentStartAndRecords(t *testing.T) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	pids := make([]any, 4)
+	var startedMu sync.Mutex
+	started := 0
 	for i := range pids {
 		wg.Add(1)
 		go func() {
@@ -55,9 +58,17 @@ func TestSessionsConcurrentStartAndRecords(t *testing.T) {
 				t.Errorf("exec %d: %+v", i, out.Error)
 			}
 			pids[i] = out.Result
+			if out.SessionStarted {
+				startedMu.Lock()
+				started++
+				startedMu.Unlock()
+			}
 		}()
 	}
 	wg.Wait()
+	if started != 1 {
+		t.Errorf("%d results say they started the session, want 1", started)
+	}
 	for _, p := range pids[1:] {
 		if p != pids[0] {
 			t.Fatalf("one new id started several interpreters: %v", pids)
@@ -75,5 +86,84 @@ func TestSessionsConcurrentStartAndRecords(t *testing.T) {
 	}
 	if recs, _ := st.ListSessions(ctx, DefaultNamespace); len(recs) != 0 {
 		t.Fatalf("record left after close: %+v", recs)
+	}
+}
+
+// TestSessionStartedIsSaid: a call that starts its session says so, in the
+// structured result and first in the text, so that a mistyped id's NameError
+// has its explanation next to it.
+func TestSessionStartedIsSaid(t *testing.T) {
+	s, _ := sessionServer(t)
+	cs := connectClient(t, s)
+	run := func(code, id string) (ExecuteCodeOutput, string) {
+		res := runTool(t, cs, "execute_code", map[string]any{"code": code, "session_id": id})
+		var out ExecuteCodeOutput
+		structured(t, res, &out)
+		return out, textOf(res)
+	}
+	notice := `[new session "work" started: names defined by earlier calls are not in it]`
+	out, text := run("x = 41", "work")
+	if !out.OK || !out.SessionStarted || !strings.HasPrefix(text, notice+"\n") {
+		t.Fatalf("first call: %+v\n%s", out, text)
+	}
+	out, text = run("x + 1", "work")
+	if !out.OK || out.SessionStarted || out.Result != 42.0 || strings.Contains(text, "new session") {
+		t.Fatalf("second call: %+v\n%s", out, text)
+	}
+	out, text = run("x + 1", "wrok")
+	if out.OK || out.Error.Type != "NameError" || !out.SessionStarted ||
+		!strings.HasPrefix(text, `[new session "wrok" started`) || !strings.Contains(text, "NameError: name 'x' is not defined") {
+		t.Fatalf("a mistyped id: %+v\n%s", out, text)
+	}
+	// A fresh process without a session says nothing of sessions.
+	res := runTool(t, cs, "execute_code", map[string]any{"code": "1"})
+	if strings.Contains(textOf(res), "session") {
+		t.Fatalf("no session: %s", textOf(res))
+	}
+	var raw map[string]any
+	structured(t, res, &raw)
+	if _, ok := raw["session_started"]; ok {
+		t.Fatalf("session_started without a session: %v", raw)
+	}
+}
+
+// TestRenderedErrorKeepsTheHint: the text of a ModuleNotFoundError says how
+// to install the module, as the structured error's message does (the
+// traceback, written by Python, does not).
+func TestRenderedErrorKeepsTheHint(t *testing.T) {
+	s, _ := sessionServer(t)
+	cs := connectClient(t, s)
+	res := runTool(t, cs, "execute_code", map[string]any{"code": "import no_such_module_xyz"})
+	var out ExecuteCodeOutput
+	structured(t, res, &out)
+	hint := "to install it, call install_dependencies with packages=['no_such_module_xyz']"
+	if out.Error == nil || out.Error.Type != "ModuleNotFoundError" || !strings.Contains(out.Error.Message, hint) {
+		t.Fatalf("structured error: %+v", out.Error)
+	}
+	text := textOf(res)
+	if !strings.Contains(text, "ModuleNotFoundError: No module named 'no_such_module_xyz'\nhint: "+hint) {
+		t.Fatalf("text lacks the hint:\n%s", text)
+	}
+}
+
+func TestRenderError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  sandbox.ExecError
+		want string
+	}{
+		{"no traceback", sandbox.ExecError{Type: "Timeout", Message: "ran past 30s"}, "Timeout: ran past 30s\n"},
+		{"message in the traceback", sandbox.ExecError{Type: "ValueError", Message: "bad", Traceback: "Traceback (most recent call last):\n  File \"<cell>\", line 1\nValueError: bad\n"},
+			"Traceback (most recent call last):\n  File \"<cell>\", line 1\nValueError: bad\n"},
+		{"a hint added to the message", sandbox.ExecError{Type: "ModuleNotFoundError", Message: "No module named 'x'; to install it, call ...", Traceback: "Traceback:\nModuleNotFoundError: No module named 'x'\n"},
+			"Traceback:\nModuleNotFoundError: No module named 'x'\nhint: to install it, call ...\n"},
+		{"a message unlike the traceback's", sandbox.ExecError{Type: "MemoryLimit", Message: "the code ran out of its memory limit", Traceback: "Traceback:\nMemoryError"},
+			"Traceback:\nMemoryError\nMemoryLimit: the code ran out of its memory limit\n"},
+	} {
+		var b strings.Builder
+		renderError(&b, &tc.err)
+		if b.String() != tc.want {
+			t.Errorf("%s:\ngot  %q\nwant %q", tc.name, b.String(), tc.want)
+		}
 	}
 }

@@ -73,6 +73,7 @@ func (s *Server) recordExecution(ctx context.Context, j job, out ExecuteCodeOutp
 	e.ErrorType = executionErrorType(out) // a failure must never count as a success
 	if out.Error != nil {
 		e.ErrorMessage = excerpt(out.Error.Message, logExcerpt)
+		e.ErrorTraceback = excerpt(out.Error.Traceback, logExcerpt)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()

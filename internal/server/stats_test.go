@@ -49,6 +49,9 @@ func (f scriptedExecutor) Exec(ctx context.Context, req sandbox.Request) *sandbo
 	res := &sandbox.Result{OK: run.errType == "", Stdout: run.stdout, Duration: time.Duration(run.ms) * time.Millisecond, Isolation: sandbox.Production}
 	if run.errType != "" {
 		res.Error = &sandbox.ExecError{Type: run.errType, Message: "boom"}
+		if run.errType != "Timeout" {
+			res.Error.Traceback = "Traceback (most recent call last):\n  File \"<cell>\", line 1, in <module>\n" + run.errType + ": boom\n"
+		}
 	}
 	return res
 }

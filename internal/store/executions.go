@@ -20,7 +20,9 @@ type Execution struct {
 	ResultExcerpt string
 	ErrorType     string // empty means the execution succeeded
 	ErrorMessage  string
-	Duration      time.Duration // stored in whole milliseconds
+	// ErrorTraceback is the Python traceback of the error, if it has one.
+	ErrorTraceback string
+	Duration       time.Duration // stored in whole milliseconds
 	// ToolCalls is a JSON array describing the tool calls made, one object
 	// each; ExecutionStats reads their "name" (a string) and "ok" (a bool)
 	// and leaves other fields to the caller. Nil is stored as [].
@@ -95,11 +97,11 @@ func (s *Store) RecordExecution(ctx context.Context, e Execution) (int64, error)
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO executions
 		(namespace, session_id, code, stdout_excerpt, stderr_excerpt, result_excerpt,
-		 error_type, error_message, duration_ms, tool_calls, isolation, tool_result_bytes,
+		 error_type, error_message, error_traceback, duration_ms, tool_calls, isolation, tool_result_bytes,
 		 returned_bytes, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.Namespace, e.SessionID, e.Code, e.StdoutExcerpt, e.StderrExcerpt, e.ResultExcerpt,
-		e.ErrorType, e.ErrorMessage, e.Duration.Milliseconds(), calls, e.Isolation,
+		e.ErrorType, e.ErrorMessage, e.ErrorTraceback, e.Duration.Milliseconds(), calls, e.Isolation,
 		e.ToolResultBytes, e.ReturnedBytes, nanos(created))
 	if err != nil {
 		return 0, fmt.Errorf("record execution: %w", err)
@@ -124,7 +126,7 @@ func (s *Store) ListExecutions(ctx context.Context, namespace string, before int
 		before = 1<<63 - 1
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, namespace, session_id, code, stdout_excerpt,
-		stderr_excerpt, result_excerpt, error_type, error_message, duration_ms, tool_calls,
+		stderr_excerpt, result_excerpt, error_type, error_message, error_traceback, duration_ms, tool_calls,
 		isolation, tool_result_bytes, returned_bytes, created_at
 		FROM executions WHERE namespace = ? AND id < ? ORDER BY id DESC LIMIT ?`,
 		namespace, before, limit)
@@ -138,7 +140,7 @@ func (s *Store) ListExecutions(ctx context.Context, namespace string, before int
 		var ms, created int64
 		var calls string
 		if err := rows.Scan(&e.ID, &e.Namespace, &e.SessionID, &e.Code, &e.StdoutExcerpt,
-			&e.StderrExcerpt, &e.ResultExcerpt, &e.ErrorType, &e.ErrorMessage, &ms, &calls,
+			&e.StderrExcerpt, &e.ResultExcerpt, &e.ErrorType, &e.ErrorMessage, &e.ErrorTraceback, &ms, &calls,
 			&e.Isolation, &e.ToolResultBytes, &e.ReturnedBytes, &created); err != nil {
 			return nil, fmt.Errorf("list executions: %w", err)
 		}

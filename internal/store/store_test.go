@@ -133,7 +133,7 @@ func TestExecutions(t *testing.T) {
 			e.ToolCalls = json.RawMessage(fmt.Sprintf(`[{"name":"gh.search","ok":true},{"name":"sheets.read","ok":%v},{"ok":false}]`, i != 8))
 		}
 		if i%3 == 0 {
-			e.ErrorType, e.ErrorMessage = "ValueError", "bad"
+			e.ErrorType, e.ErrorMessage, e.ErrorTraceback = "ValueError", "bad", "Traceback:\nValueError: bad\n"
 		}
 		if i == 4 {
 			e.ErrorType = "Timeout"
@@ -183,7 +183,7 @@ func TestExecutions(t *testing.T) {
 		}
 		e := page[0]
 		if e.Namespace != "a" || e.SessionID != "s1" || e.Code != "print(9)" || e.StdoutExcerpt != "out" ||
-			e.ErrorType != "ValueError" || e.ErrorMessage != "bad" || e.Duration != 100*time.Millisecond ||
+			e.ErrorType != "ValueError" || e.ErrorMessage != "bad" || e.ErrorTraceback != "Traceback:\nValueError: bad\n" || e.Duration != 100*time.Millisecond ||
 			string(e.ToolCalls) != `[{"name":"gh.search","ok":true},{"name":"sheets.read","ok":true},{"ok":false}]` ||
 			e.Isolation != "namespaces" || e.ToolResultBytes != 900 || e.ReturnedBytes != 9 ||
 			!e.CreatedAt.Equal(base.Add(9*time.Minute)) {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -715,9 +716,39 @@ func (l *stderrLog) String() string {
 }
 
 func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
+	// Instructions are often Markdown whose first line is a title ("#
+	// Everything Server – Server Instructions"), which says nothing a
+	// server's name does not: the first line of text is taken instead, or
+	// the first title's text when there is none.
+	lines := strings.Split(s, "\n")
+	title := ""
+	for i := 0; i < len(lines); i++ {
+		line := strings.TrimSpace(lines[i])
+		if line == "" || rule(line) || setextUnderline.MatchString(line) {
+			continue
+		}
+		heading := atxHeading.MatchString(line)
+		if heading {
+			line = strings.TrimSpace(strings.Trim(line, "#"))
+		} else if i+1 < len(lines) && setextUnderline.MatchString(strings.TrimSpace(lines[i+1])) {
+			heading = true
+		}
+		if !heading {
+			return line
+		}
+		if title == "" {
+			title = line
+		}
 	}
-	return s
+	return title
+}
+
+var (
+	atxHeading      = regexp.MustCompile(`^#{1,6}(\s|$)`)
+	setextUnderline = regexp.MustCompile(`^(=+|-+)$`)
+)
+
+// rule reports whether line is a Markdown thematic break (---, ***, ___).
+func rule(line string) bool {
+	return len(line) >= 3 && strings.Trim(line, "-*_ ") == ""
 }

@@ -403,3 +403,22 @@ func TestStderrLog(t *testing.T) {
 		})
 	}
 }
+
+func TestFirstLine(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"A fake server for tests.\nMore.", "A fake server for tests."},
+		{"\n\n  Leading blank lines.  \r\nMore.", "Leading blank lines."},
+		{"# Everything Server – Server Instructions\n\nAudience: agents.\nMore.", "Audience: agents."},
+		{"## Title\n### Subtitle\n---\nText after a rule.", "Text after a rule."},
+		{"Title\n=====\nText under a setext title.", "Text under a setext title."},
+		{"Title\n-----\n\nText.", "Text."},
+		{"# Only a title", "Only a title"},
+		{"#hashtag is not a heading", "#hashtag is not a heading"},
+		{"Text\n\n---\nMore.", "Text"},
+	} {
+		if got := firstLine(tc.in); got != tc.want {
+			t.Errorf("firstLine(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -190,6 +190,24 @@
     return line.length > max ? line.slice(0, max - 1) + '…' : line;
   }
 
+  // preview is s on one line, white space collapsed: the first line of a
+  // printed list or of JSON is often only "[" or "{".
+  function preview(s, max) {
+    const line = asText(s).replace(/\s+/g, ' ').trim();
+    return line.length > max ? line.slice(0, max - 1) + '…' : line;
+  }
+
+  // errorText is an execution's error as Python shows it: the traceback
+  // (which ends in the type and message), then the message when the
+  // traceback does not hold it (a hint codecell added, or an error without
+  // a traceback, such as a timeout).
+  function errorText(e) {
+    const msg = e.error_type + (e.error_message ? ': ' + e.error_message : '');
+    const tb = e.error_traceback || '';
+    if (!tb) return msg;
+    return tb.includes(e.error_message || '') ? tb : tb.replace(/\n*$/, '\n') + msg;
+  }
+
   const byIdDesc = (a, b) => compareIds(b.id, a.id);
   function compareIds(a, b) {
     const na = Number(a), nb = Number(b);
@@ -377,7 +395,7 @@
     const bad = !!e.error_type;
     const outcome = bad
       ? el('span', { class: 'outcome error' }, firstLine(e.error_type + (e.error_message ? ': ' + e.error_message : ''), 120))
-      : el('span', { class: 'outcome' }, firstLine(e.stdout || asText(e.result) || e.stderr, 120));
+      : el('span', { class: 'outcome' }, preview(e.stdout || asText(e.result) || e.stderr, 120));
     const summary = el('summary', null,
       el('span', { class: 'status ' + (bad ? 'bad' : 'ok'), title: bad ? 'failed' : 'ok' }, bad ? '✗' : '✓'),
       el('span', { class: 'id muted' }, '#' + e.id),
@@ -393,7 +411,7 @@
       block('Stdout', e.stdout),
       block('Stderr', e.stderr),
       block('Result', e.result),
-      bad ? block('Error', e.error_type + (e.error_message ? ': ' + e.error_message : ''), 'error') : null,
+      bad ? block('Error', errorText(e), 'error') : null,
       calls.length ? el('div', { class: 'block' }, el('div', { class: 'label' }, 'Tool calls'),
         el('table', null, el('tbody', null, ...calls.map((c) => el('tr', null,
           el('td', null, el('code', null, c.name)),

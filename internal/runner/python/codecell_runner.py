@@ -41,6 +41,7 @@ import time
 import traceback
 
 CELL = "<cell>"
+THREAD_STACK = 2 << 20
 _rpc = None  # codecell._rpc, imported by main once sys.path is set
 _display = None  # codecell._display, likewise
 # Frames come from the host, which is trusted; the bound only stops nonsense.
@@ -119,6 +120,11 @@ def apply_limits(limits, cpu_used=0):
         except (ValueError, OSError):
             pass
 
+    # Threads are how code runs upstream calls concurrently. glibc would give
+    # each the 8 MiB stack of RLIMIT_STACK, so the address-space limit ran
+    # out after a few dozen; 2 MiB is ample for Python's recursion limit.
+    threading.stack_size(THREAD_STACK)
+    guard_thread_start(limits)
     setlim(resource.RLIMIT_CORE, 0)
     setlim(resource.RLIMIT_AS, limits.get("memory"))
     setlim(resource.RLIMIT_FSIZE, limits.get("file_size"))
@@ -178,14 +184,28 @@ def encode_result(value, limit):
     return {"kind": "repr", "value": text}
 
 
+_GEN = None  # the directory of the generated servers package (--gen), once known
+
+
+def _internal(filename):
+    """Whether a frame's file is codecell's, not the user's: this file, the
+    codecell package, or the generated servers package (a one-line wrapper
+    around codecell._rpc.call)."""
+    path = os.path.abspath(filename)
+    here = os.path.dirname(os.path.abspath(__file__))
+    if path == os.path.abspath(__file__) or path.startswith(os.path.join(here, "codecell") + os.sep):
+        return True
+    return _GEN is not None and path.startswith(os.path.join(_GEN, "servers") + os.sep)
+
+
 def user_traceback(exc):
-    """The traceback with this file's frames removed."""
+    """The traceback with codecell's own frames removed: a tool error then
+    shows the user's line and servers.ToolError, not the runtime's calls."""
     te = traceback.TracebackException.from_exception(exc)
-    me = os.path.abspath(__file__)
 
     def strip(t):
         t.stack = traceback.StackSummary.from_list(
-            [f for f in t.stack if os.path.abspath(f.filename) != me])
+            [f for f in t.stack if not _internal(f.filename)])
         if t.__cause__:
             strip(t.__cause__)
         if t.__context__:
@@ -195,7 +215,70 @@ def user_traceback(exc):
     return "".join(te.format())
 
 
-def error_of(exc):
+def sandbox_tasks():
+    """The processes and threads in this sandbox (its PID namespace), or None
+    where /proc shows more than the sandbox."""
+    n = 0
+    try:
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open("/proc/%s/status" % d) as f:
+                        n += int(f.read().split("\nThreads:", 1)[1].split()[0])
+                except (OSError, IndexError, ValueError):
+                    pass
+    except OSError:
+        return None
+    return n
+
+
+def thread_limit(limits):
+    """Why a thread could not start, naming the limit and its config key:
+    Python's "can't start new thread" names neither."""
+    pids, mem, nproc = limits.get("pids"), limits.get("memory"), limits.get("nproc")
+    try:
+        with open("/proc/self/status") as f:
+            running = int(f.read().split("\nThreads:", 1)[1].split()[0])
+    except (OSError, IndexError, ValueError):
+        running = threading.active_count()
+    tasks = sandbox_tasks() if nproc and limits.get("level") != "development" else None
+    advice = "; use fewer threads (ThreadPoolExecutor(max_workers=...)), or raise it in codecell's config"
+    if tasks is not None and tasks >= nproc - 1:
+        return ("the sandbox's process and thread limit, sandbox.pids = %d, is reached (%d threads in this process)"
+                % (pids, running)) + advice
+    if mem:
+        return ("the sandbox's memory limit, sandbox.memory = %d MiB of address space, has no room for another"
+                " thread's %d MiB stack (%d threads in this process; sandbox.pids = %s)"
+                % (mem >> 20, THREAD_STACK >> 20, running, pids)) + advice
+    return "the host refused another thread (%d threads in this process)" % running
+
+
+_limits = {}  # this execution's limits, for guard_thread_start's message
+
+
+def guard_thread_start(limits):
+    """Makes a thread that cannot start say which limit stopped it, at the
+    moment it fails (by the time the error reaches the runner, the code's
+    other threads may have ended)."""
+    global _limits
+    _limits = limits
+    for name in ("_start_new_thread", "_start_joinable_thread"):  # 3.11-3.12, 3.13
+        orig = getattr(threading, name, None)
+        if orig is None or getattr(orig, "_codecell", False):
+            continue
+
+        def start(*args, _orig=orig, **kwargs):
+            try:
+                return _orig(*args, **kwargs)
+            except RuntimeError as e:
+                if not str(e).startswith("can't start new thread"):
+                    raise
+                raise RuntimeError("%s: %s" % (e, thread_limit(_limits))) from None
+        start._codecell = True
+        setattr(threading, name, start)
+
+
+def error_of(exc, limits=None):
     name = type(exc).__name__
     if isinstance(exc, MemoryError):
         name = "MemoryLimit"
@@ -205,6 +288,8 @@ def error_of(exc):
         message = "<unprintable>"
     if isinstance(exc, MemoryError) and not message:
         message = "the code ran out of its memory limit"
+    if isinstance(exc, RuntimeError) and message == "can't start new thread":  # not from threading
+        message += ": " + thread_limit(limits or {})
     top = (exc.name or "").split(".")[0] if isinstance(exc, ModuleNotFoundError) else ""
     if top == "skills":
         message += "; list_skills lists this namespace's skills, save_skill saves one"
@@ -313,7 +398,7 @@ def execute(chan, req, outfds=None, glb=None):
                             "traceback": ""}
     except BaseException as e:
         out["ok"] = False
-        out["error"] = error_of(e)
+        out["error"] = error_of(e, limits)
     try:
         _display.collect(out, value, has)
     except BaseException as e:  # images are extra: never lose the result for them
@@ -567,8 +652,10 @@ def oneshot():
 def main(argv):
     # The codecell package (next to this file) and the generated servers
     # package (--gen) are importable by the code.
+    global _GEN, _rpc, _display
     if "--gen" in argv:
-        sys.path.insert(0, argv[argv.index("--gen") + 1])
+        _GEN = os.path.abspath(argv[argv.index("--gen") + 1])
+        sys.path.insert(0, _GEN)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     # The namespace's saved skills (--skills DIR) are the package "skills",
     # one subpackage per skill. It is registered rather than put on sys.path,
@@ -582,7 +669,6 @@ def main(argv):
         skills = importlib.util.module_from_spec(spec)
         skills.__doc__ = "Saved skills: from skills.<name> import <function>."
         sys.modules["skills"] = skills
-    global _rpc, _display
     from codecell import _display, _rpc
     scratch = []
     isolated = "--isolated" in argv

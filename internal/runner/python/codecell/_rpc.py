@@ -39,6 +39,11 @@ class ToolError(Exception):
         return self.message
 
 
+# The code catches it as servers.ToolError (the generated package re-exports
+# it), so tracebacks name it so rather than by this private module.
+ToolError.__module__ = "servers"
+
+
 class Image:
     """An image a tool returned."""
 
