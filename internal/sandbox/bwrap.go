@@ -32,6 +32,10 @@ var sandboxEnv = [][2]string{
 	{"LANG", "C.UTF-8"},
 	{"PYTHONUNBUFFERED", "1"},
 	{"MPLBACKEND", "Agg"},
+	// Caches (fontconfig's, matplotlib's) go to the private /tmp, not to
+	// HOME, the workspace, where they would show as files the code made.
+	{"XDG_CACHE_HOME", "/tmp/.cache"},
+	{"MPLCONFIGDIR", "/tmp/.matplotlib"},
 	// HOME is the workspace, so a user site directory there
 	// (~/.local/lib/python3.X/site-packages, with its .pth files and
 	// usercustomize) would run in every python subprocess the code starts:

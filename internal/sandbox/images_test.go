@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +58,13 @@ func TestImages(t *testing.T) {
 			}
 			if tt.name == "not an image" && (r.OK || r.Error.Type != "ValueError") {
 				t.Errorf("display_image of text: %+v", r.Error)
+			}
+			// Caches (matplotlib's, fontconfig's) stay out of the workspace,
+			// which is HOME.
+			for _, d := range []string{".cache", ".config", ".matplotlib"} {
+				if _, err := os.Stat(filepath.Join(ws, d)); err == nil {
+					t.Errorf("the workspace gained %s", d)
+				}
 			}
 		})
 	}
