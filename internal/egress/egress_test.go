@@ -17,13 +17,10 @@ import (
 
 // setup serves a proxy for hosts on a Unix socket and returns a client that
 // goes through it. Names resolve by the table; every dial of a checked
-// address reaches the local test server, so nothing leaves the machine.
-func setup(t *testing.T, hosts []string, table map[string][]netip.Addr) (*http.Client, *[]netip.AddrPort) {
+// address reaches backend, a local test server, so nothing leaves the
+// machine. A TLS backend's client trusts its certificate.
+func setup(t *testing.T, backend *httptest.Server, hosts []string, table map[string][]netip.Addr) (*http.Client, *[]netip.AddrPort) {
 	t.Helper()
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "index page %s", r.URL.Path)
-	}))
-	t.Cleanup(backend.Close)
 	var dialled []netip.AddrPort
 	p := &Proxy{
 		Hosts: hosts,
@@ -47,19 +44,36 @@ func setup(t *testing.T, hosts []string, table map[string][]netip.Addr) (*http.C
 	t.Cleanup(cancel)
 	go p.Serve(ctx, ln)
 	proxyURL, _ := url.Parse("http://proxy.invalid")
-	client := &http.Client{Transport: &http.Transport{
-		Proxy: http.ProxyURL(proxyURL),
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		},
-	}}
-	return client, &dialled
+	tr := backend.Client().Transport.(*http.Transport).Clone()
+	tr.Proxy = http.ProxyURL(proxyURL)
+	tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}
+	if tr.TLSClientConfig != nil {
+		tr.TLSClientConfig.ServerName = "example.com" // httptest's certificate names example.com
+	}
+	return &http.Client{Transport: tr}, &dialled
+}
+
+// indexServer is a local stand-in for a package index.
+func indexServer(t *testing.T, tls bool) *httptest.Server {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "index page %s", r.URL.Path)
+	})
+	s := httptest.NewUnstartedServer(h)
+	if tls {
+		s.StartTLS()
+	} else {
+		s.Start()
+	}
+	t.Cleanup(s.Close)
+	return s
 }
 
 var public = netip.MustParseAddr("203.0.113.7") // TEST-NET-3: never dialled for real here
 
 func TestProxyAdmitsListedHosts(t *testing.T) {
-	client, dialled := setup(t, []string{"pkgs.example:80"}, map[string][]netip.Addr{"pkgs.example": {public}})
+	client, dialled := setup(t, indexServer(t, false), []string{"pkgs.example:80"}, map[string][]netip.Addr{"pkgs.example": {public}})
 	resp, err := client.Get("http://pkgs.example/simple/demo/")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +98,7 @@ func TestProxyRefuses(t *testing.T) {
 		"loopback.example": {netip.MustParseAddr("::1")},
 	}
 	hosts := []string{"pkgs.example:443", "rebind.example:443", "meta.example:80", "v6meta.example:443", "mapped.example:443", "loopback.example:443", "127.0.0.1:8080", "[::1]:443"}
-	client, dialled := setup(t, hosts, table)
+	client, dialled := setup(t, indexServer(t, false), hosts, table)
 	for _, tc := range []struct{ url, want string }{
 		{"https://other.example/", "not a host this install may reach"},
 		{"https://pkgs.example:8443/", "not a host this install may reach"},
@@ -129,41 +143,14 @@ func TestCheckAddr(t *testing.T) {
 // TestProxyTunnels: an https:// request to a listed host goes through a
 // CONNECT tunnel to the checked address, TLS end to end.
 func TestProxyTunnels(t *testing.T) {
-	backend := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "tls index %s", r.URL.Path)
-	}))
-	defer backend.Close()
-	var dialled []netip.AddrPort
-	p := &Proxy{
-		Hosts:   []string{"pkgs.example:443"},
-		Resolve: func(context.Context, string) ([]netip.Addr, error) { return []netip.Addr{public}, nil },
-		Dial: func(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
-			dialled = append(dialled, addr)
-			return (&net.Dialer{}).DialContext(ctx, "tcp", backend.Listener.Addr().String())
-		},
-	}
-	sock := filepath.Join(t.TempDir(), "proxy.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go p.Serve(ctx, ln)
-	tr := backend.Client().Transport.(*http.Transport).Clone()
-	proxyURL, _ := url.Parse("http://proxy.invalid")
-	tr.Proxy = http.ProxyURL(proxyURL)
-	tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}
-	tr.TLSClientConfig.ServerName = "example.com" // httptest's certificate names example.com
-	resp, err := (&http.Client{Transport: tr}).Get("https://pkgs.example/simple/")
+	client, dialled := setup(t, indexServer(t, true), []string{"pkgs.example:443"}, map[string][]netip.Addr{"pkgs.example": {public}})
+	resp, err := client.Get("https://pkgs.example/simple/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if string(body) != "tls index /simple/" || len(dialled) != 1 || dialled[0] != netip.AddrPortFrom(public, 443) {
-		t.Errorf("body %q, dialled %v", body, dialled)
+	if string(body) != "index page /simple/" || len(*dialled) != 1 || (*dialled)[0] != netip.AddrPortFrom(public, 443) {
+		t.Errorf("body %q, dialled %v", body, *dialled)
 	}
 }
