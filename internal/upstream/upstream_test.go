@@ -127,11 +127,10 @@ func TestStdioServer(t *testing.T) {
 		}
 	})
 	t.Run("per-call timeout", func(t *testing.T) {
-		short := m.servers["fake"].cfg
-		short.Timeout = 300 * time.Millisecond
-		m.servers["fake"].cfg = short
-		defer func() { short.Timeout = 10 * time.Second; m.servers["fake"].cfg = short }()
-		_, err := call(t, m, "fake", "sleep", `{"seconds":5}`)
+		// A manager of its own: a server's config is fixed once it starts
+		// (changing it under a running manager raced its goroutines).
+		short := newManager(t, map[string]config.Server{"fake": {Command: fake, Timeout: 300 * time.Millisecond}}, nil)
+		_, err := call(t, short, "fake", "sleep", `{"seconds":5}`)
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want a deadline", err)
 		}
