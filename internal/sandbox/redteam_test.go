@@ -97,6 +97,7 @@ var redTeamAttacks = []redTeamAttack{
 	{"channel/invalid_utf8", isolatedLevels, attackInvalidUTF8},
 	{"channel/nesting_past_the_decoder", isolatedLevels, channelAttack("d = b'{\"type\": \"result\", \"ok\": true, \"error\": null, \"result\": {\"kind\": \"json\", \"value\": ' + b'[' * 20000 + b']' * 20000 + b'}}'\nraw(struct.pack('>I', len(d)) + d)", ErrSandbox, "bad frame")},
 	{"channel/closed_before_the_result", isolatedLevels, attackChannelClosed},
+	{"channel/result_nested_past_client_decoders", isolatedLevels, attackDeepResult},
 
 	// Resource exhaustion.
 	{"exhaustion/threads", isolatedLevels, attackThreads},
@@ -796,6 +797,23 @@ print('closed', flush=True)
 os._exit(0)
 `, nil, nil, 30*time.Second)
 	wantFailure(t, r, "SystemExit", "before returning a result")
+}
+
+// attackDeepResult forges a result nested as deep as the host's frame
+// decoder takes; past the MCP SDK's limit of 1000 levels it failed the
+// whole answer with a protocol error.
+func attackDeepResult(t *testing.T, a *arena) {
+	r := a.exec(chanHead+`d = b'{"type": "result", "ok": true, "error": null, "result": {"kind": "json", "value": ' + b'[' * 9990 + b']' * 9990 + b'}}'
+raw(struct.pack('>I', len(d)) + d)
+os._exit(0)
+`, nil, nil, 30*time.Second)
+	s, _ := r.Result.(string)
+	if !r.OK || !strings.HasPrefix(s, "[codecell: the result nests more than") || !strings.Contains(s, "[[[[") {
+		t.Fatalf("ok=%v error=%+v result %.120v", r.OK, r.Error, r.Result)
+	}
+	if nestsDeeper(r.Result, maxResultDepth) {
+		t.Fatal("the result still nests too deep")
+	}
 }
 
 // --- resource exhaustion ----------------------------------------------------
