@@ -82,12 +82,12 @@ func (l Limits) forRunner(level Level) runnerLimits {
 		ResultBytes: l.Output,
 	}
 	// RLIMIT_NPROC counts per user: in production that user exists only in
-	// the sandbox's own user namespace, where the zygote (its init) is the
-	// one process besides the code's; under gVisor there is none. In
+	// the sandbox's own user namespace, where the zygote (its init) and the
+	// code's main process are there before the code starts any. In
 	// development it would count every process of the host user, so it is
 	// not set there.
 	if level != Development {
-		r.NProc = l.Pids + 1
+		r.NProc = l.Pids + 2
 	}
 	if level == Hardened {
 		// gVisor maps much more address space per process than Linux
