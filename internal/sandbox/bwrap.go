@@ -80,6 +80,14 @@ func bwrapArgs(s bwrapSpec) []string {
 		"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
 		"--unshare-uts", "--unshare-cgroup-try",
 		"--disable-userns",
+		// The fork server is the PID namespace's init, not a bubblewrap
+		// reaper: that reaper runs as the code's user and is dumpable, so
+		// the code could write its memory through /proc/1/mem, make it
+		// ignore its parent's death, and keep the namespace and its own
+		// processes alive after the host killed the sandbox. The fork
+		// server is not dumpable, reaps what the code leaves, and as init
+		// takes no signal the code sends it but those it handles.
+		"--as-pid-1",
 		"--die-with-parent", "--new-session",
 		"--uid", uid, "--gid", uid,
 		"--hostname", "codecell",

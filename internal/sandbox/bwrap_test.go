@@ -14,7 +14,7 @@ func TestBwrapArgs(t *testing.T) {
 	joined := " " + strings.Join(args, " ") + " "
 	for _, want := range []string{
 		"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-		"--disable-userns", "--die-with-parent", "--new-session", "--cap-drop ALL", "--uid 65534", "--gid 65534",
+		"--disable-userns", "--as-pid-1", "--die-with-parent", "--new-session", "--cap-drop ALL", "--uid 65534", "--gid 65534",
 		"--ro-bind /usr /usr", "--ro-bind /proc/sys /proc/sys", "--size 1048576 --tmpfs /tmp", "--size 1048576 --tmpfs /dev/shm",
 		"--ro-bind /data/rt /codecell", "--bind /data/ws/a /workspace", "--chdir /workspace", "--clearenv", "--seccomp 4",
 		"-- /usr/bin/python3 -I -B /codecell/codecell_runner.py --zygote 3 --isolated",

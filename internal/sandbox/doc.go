@@ -27,5 +27,10 @@
 // system calls (production), bugs in gVisor (hardened), CPU and memory side
 // channels, and anything at all in development. The limits bound resource
 // use per execution; they do not stop code from using what they allow.
+// Memory is bounded per process (RLIMIT_AS), not per sandbox, and memory
+// files written but never mapped escape it. In production every sandbox's
+// user is the same host user, so per-user kernel limits (inotify
+// instances) are shared by the sandboxes running at once; /proc shows the
+// host paths of the mounts and the host's boot_id.
 // The package knows nothing of MCP.
 package sandbox

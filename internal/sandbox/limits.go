@@ -88,9 +88,10 @@ func (l Limits) forRunner(level Level) runnerLimits {
 		Level:       level,
 	}
 	// RLIMIT_NPROC counts per user: in production that user exists only in
-	// the sandbox's own user namespace, where bwrap's init and the zygote are
-	// the two processes besides the code's. In development it would count
-	// every process of the host user, so it is not set there.
+	// the sandbox's own user namespace, where the zygote (its init) and the
+	// code's main process are there before the code starts any. In
+	// development it would count every process of the host user, so it is
+	// not set there.
 	if level != Development {
 		r.NProc = l.Pids + 2
 	}

@@ -196,8 +196,19 @@ const resultSlack = 256
 // of its own, as large as a frame goes. A string (a repr) is cut to the
 // limit in characters; another value past it in JSON bytes is replaced by a
 // note, since half a JSON value means nothing.
+//
+// A result that nests deeper than maxResultDepth becomes its JSON text,
+// cut like a string: decoders further on refuse such depths, and the whole
+// answer would fail with them rather than this result.
 func capResult(v any, limit int64) any {
-	if limit <= 0 || v == nil {
+	if v == nil {
+		return v
+	}
+	if nestsDeeper(v, maxResultDepth) {
+		b, _ := json.Marshal(v)
+		v = fmt.Sprintf("[codecell: the result nests more than %d levels deep; here is its JSON] %s", maxResultDepth, b)
+	}
+	if limit <= 0 {
 		return v
 	}
 	if s, ok := v.(string); ok {
@@ -212,4 +223,43 @@ func capResult(v any, limit int64) any {
 		return fmt.Sprintf("[codecell: the result, %d bytes of JSON, is over the output limit of %d bytes and was dropped]", len(b), limit)
 	}
 	return v
+}
+
+// maxResultDepth bounds how deep a result nests. The MCP SDK checks a
+// tool's output with a decoder that stops at 1000 levels (and clients'
+// decoders stop somewhere too), so a deeper result would turn the whole
+// answer into a protocol error. The runner never nests so deep (Python's
+// json gives up near its recursion limit), but code can write a result
+// frame of its own, as deep as the host's frame decoder takes (10,000).
+const maxResultDepth = 256
+
+// nestsDeeper reports whether a decoded JSON value has arrays or objects
+// nested more than max deep. It walks without recursion.
+func nestsDeeper(v any, max int) bool {
+	type item struct {
+		v     any
+		depth int
+	}
+	stack := []item{{v, 0}}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch x := it.v.(type) {
+		case []any:
+			if it.depth+1 > max {
+				return true
+			}
+			for _, e := range x {
+				stack = append(stack, item{e, it.depth + 1})
+			}
+		case map[string]any:
+			if it.depth+1 > max {
+				return true
+			}
+			for _, e := range x {
+				stack = append(stack, item{e, it.depth + 1})
+			}
+		}
+	}
+	return false
 }

@@ -295,8 +295,8 @@ func receivedFile(oob []byte) (*os.File, error) {
 }
 
 // kill ends the whole sandbox: bubblewrap's process group, and with it the
-// PID namespace (its init dies with its parent, and every process in the
-// namespace with its init). Development has no namespace: it kills every
+// PID namespace (its init, the fork server, dies with its parent, and every
+// process in the namespace with its init). Development has no namespace: it kills every
 // process below the zygote first (the execution's process leaves the
 // zygote's group with setsid, so the group alone would not reach it), then
 // the zygote's group. A process that got out from under the zygote is

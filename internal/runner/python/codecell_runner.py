@@ -604,9 +604,18 @@ def prefork(ctl):
 
 
 def zygote(ctl_fd, isolated, scratch):
-    # Not dumpable: the code's processes (same uid) cannot read this one's
-    # memory or descriptors through /proc; ptrace is also denied by seccomp.
+    # Not dumpable: the code's processes (same uid) cannot read or write this
+    # one's memory or descriptors through /proc; ptrace is also denied by
+    # seccomp. In production this process is the PID namespace's init.
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    # Descriptors that codecell's own process inherited without
+    # close-on-exec, from whatever started it, come this far (neither
+    # os/exec nor bubblewrap closes them); none is the code's to use.
+    os.closerange(3, ctl_fd)
+    os.closerange(ctl_fd + 1, os.sysconf("SC_OPEN_MAX"))
+    # Python's own SIGINT handler would let the code raise KeyboardInterrupt
+    # here; as init, a signal left at its default is not delivered at all.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     # Orphans of an execution re-parent here so they can be reaped.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     ctl = socket.socket(fileno=ctl_fd)
