@@ -161,6 +161,12 @@ func TestWorkspaceTools(t *testing.T) {
 	if !strings.Contains(text, "data/\n") || !strings.Contains(text, "img/a.png\t32\t") {
 		t.Errorf("list text %q", text)
 	}
+	// Two files and two directories, a block each at least.
+	if u := l.Usage; u == nil || u.Entries != 4 || u.Bytes < 4*4096 || u.Quota != 1<<30 || u.MaxEntries != 250000 || u.Enforcement != "watcher" {
+		t.Errorf("usage %+v", l.Usage)
+	} else if !strings.Contains(text, "[workspace] ") || !strings.Contains(text, "of 1.00 GiB, 4 entries of 250000") {
+		t.Errorf("list text does not say the usage: %q", text)
+	}
 	mustCall(t, cs, "list_workspace_files", map[string]any{"pattern": "*.png"}, &l)
 	if len(l.Files) != 1 || l.Files[0].Path != "img/a.png" || l.Files[0].Size != 32 {
 		t.Fatalf("list *.png: %+v", l)
@@ -269,10 +275,12 @@ func TestExecuteCodeReportsFiles(t *testing.T) {
 	cs, dir := wsClient(t, ex, func(c *config.Config) { c.PII.Mode = "off" })
 	mustCall(t, cs, "write_workspace_file", map[string]any{"path": "kept.txt", "content": "x"}, nil)
 	mustCall(t, cs, "write_workspace_file", map[string]any{"path": "changed.txt", "content": "x"}, nil)
+	mustCall(t, cs, "write_workspace_file", map[string]any{"path": "gone.txt", "content": "x"}, nil)
 	ex.run = func(req sandbox.Request) {
 		os.MkdirAll(filepath.Join(req.Workspace, "out dir"), 0o755)
 		os.WriteFile(filepath.Join(req.Workspace, "out dir", "r#1.csv"), []byte("a,b\n"), 0o644)
 		os.WriteFile(filepath.Join(req.Workspace, "changed.txt"), []byte("xy"), 0o644)
+		os.Remove(filepath.Join(req.Workspace, "gone.txt"))
 	}
 	res, text := callTool(t, cs, "execute_code", map[string]any{"code": "pass"})
 	var out ExecuteCodeOutput
@@ -280,7 +288,10 @@ func TestExecuteCodeReportsFiles(t *testing.T) {
 	if got := strings.Join(out.Files, " "); got != "changed.txt out dir/r#1.csv" || out.FilesOmitted != 0 {
 		t.Fatalf("files %q", got)
 	}
-	if !strings.Contains(text, "[files] changed.txt, out dir/r#1.csv") {
+	if got := strings.Join(out.FilesDeleted, " "); got != "gone.txt" {
+		t.Fatalf("files_deleted %q", got)
+	}
+	if !strings.Contains(text, "[files] changed.txt, out dir/r#1.csv\n[deleted] gone.txt\n") {
 		t.Errorf("text %q", text)
 	}
 	var links []string
