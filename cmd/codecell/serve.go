@@ -64,7 +64,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	// In the background: setting the default workspace up may take a while
 	// the first time (moving a large directory into its image, indexing
 	// 100,000 files), and the client's initialize need not wait for it.
-	go a.sandbox.WarmFor(a.server.WarmRequest(ctx, server.DefaultNamespace))
+	go func() { a.sandbox.WarmFor(a.server.WarmRequest(ctx, server.DefaultNamespace)) }()
 	go a.server.TrimWhenIdle(ctx)
 	if *addr == "" {
 		a.log.Info("serving MCP over stdio", "isolation", a.sandbox.Level())
