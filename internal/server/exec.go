@@ -218,7 +218,7 @@ var errQuotaPassed = errors.New("the workspace passed its quota")
 // quota left) say so.
 func quotaOutcome(out *ExecuteCodeOutput, rep workspace.Report, run *workspace.Run, vol *workspace.Volume) {
 	if b := rep.Breach; b != nil {
-		msg := fmt.Sprintf("the code took the workspace past its limits (%s now) and was stopped", b.Usage)
+		msg := fmt.Sprintf("the code took the workspace past its limits (it reached %s) and was stopped", b.Reached)
 		if n := len(b.Removed) + len(b.Truncated); n > 0 {
 			msg += "; what it wrote past them was undone"
 			if len(b.Removed) > 0 {
@@ -228,7 +228,7 @@ func quotaOutcome(out *ExecuteCodeOutput, rep workspace.Report, run *workspace.R
 				msg += fmt.Sprintf("; %d files it grew cut back to their size before (%s)", len(b.Truncated), listSome(b.Truncated))
 			}
 		}
-		msg += ". The workspace works as before: delete files to make room"
+		msg += fmt.Sprintf(". The workspace holds %s and works as before: delete files to make room", b.Usage)
 		if out.Error != nil && strings.Contains(out.Error.Message, "state is lost") {
 			msg += "; the session's interpreter ended with it and its state is lost (the next execution with this session id starts a new one)"
 		}
@@ -254,13 +254,21 @@ func quotaOutcome(out *ExecuteCodeOutput, rep workspace.Report, run *workspace.R
 	}
 }
 
-// listSome names the first few paths of a list.
+// listSome names the first few paths of a list, each cut short.
 func listSome(paths []string) string {
-	const some = 5
-	if len(paths) <= some {
-		return strings.Join(paths, ", ")
+	const some, long = 5, 120
+	var shown []string
+	for _, p := range paths[:min(some, len(paths))] {
+		if len(p) > long {
+			p = p[:long/2] + "..." + p[len(p)-long/2:]
+		}
+		shown = append(shown, p)
 	}
-	return strings.Join(paths[:some], ", ") + fmt.Sprintf(" and %d more", len(paths)-some)
+	out := strings.Join(shown, ", ")
+	if len(paths) > some {
+		out += fmt.Sprintf(" and %d more", len(paths)-some)
+	}
+	return out
 }
 
 func (s *Server) checkExecInput(in ExecuteCodeInput) (time.Duration, error) {

@@ -231,7 +231,7 @@ func TestQuotaPatterns(t *testing.T) {
 						}
 						t.Fatalf("the code wrote past the quota unhindered: %+v", out)
 					}
-					t.Logf("%s in %s: %s: %+v", p.name, time.Since(start).Round(time.Millisecond), out.Error.Type, u)
+					t.Logf("%s in %s: %s: %+v: %.300s", p.name, time.Since(start).Round(time.Millisecond), out.Error.Type, u, out.Error.Message)
 					switch {
 					case out.Error.Type == "OSError":
 						if !strings.Contains(out.Error.Message, "[Errno 28]") && !strings.Contains(out.Error.Message, "[Errno 27]") {

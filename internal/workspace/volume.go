@@ -523,6 +523,7 @@ type Report struct {
 
 // Breach says how a run passed the workspace's limits and what was undone.
 type Breach struct {
+	Reached   Usage    // when the run ended, before anything was undone
 	Usage     Usage    // after what was removed
 	Removed   []string // entries the run created, removed (newest first)
 	Truncated []string // files the run grew, cut back to their size before it
@@ -541,8 +542,9 @@ func (r *Run) End() Report {
 	var changes []netChange
 	if r.watched() {
 		complete := r.v.vs.w.sync()
-		changes = r.takeLog()
-		rep.Incomplete = !complete
+		var broken bool
+		changes, broken = r.takeLog()
+		rep.Incomplete = !complete || broken
 	} else {
 		after, err := r.v.snapshot()
 		rep.Incomplete = err != nil || r.before.Truncated || after.Truncated
@@ -595,8 +597,9 @@ type netChange struct {
 }
 
 // takeLog removes r from its tree and returns the net changes of its part
-// of the log, with the files' sizes now.
-func (r *Run) takeLog() []netChange {
+// of the log, with the files' sizes now; broken says the index stopped
+// following the workspace meanwhile (a watch could not be added).
+func (r *Run) takeLog() (_ []netChange, broken bool) {
 	w, t := r.v.vs.w, r.v.t
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -636,7 +639,7 @@ func (r *Run) takeLog() []netChange {
 	delete(t.runs, r)
 	t.trim()
 	slices.SortFunc(out, func(a, b netChange) int { return a.order - b.order })
-	return out
+	return out, t.err != nil
 }
 
 // lookup finds the node at a path relative to the workspace.
@@ -697,6 +700,7 @@ func (v *Volume) reclaim(changes []netChange) *Breach {
 	v.reclaimMu.Lock()
 	defer v.reclaimMu.Unlock()
 	b := &Breach{}
+	b.Reached, _ = v.Usage()
 	root, err := os.OpenRoot(v.dir)
 	if err != nil {
 		b.Usage, _ = v.Usage()

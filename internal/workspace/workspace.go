@@ -499,6 +499,9 @@ func (w *Workspace) Delete(name string, recursive bool) error {
 	if err != nil {
 		return fail("delete", name, err)
 	}
+	if w.vol != nil {
+		defer w.vol.settle() // the next quota check counts the room made
+	}
 	return w.syncDir(filepath.Dir(clean))
 }
 
