@@ -17,6 +17,7 @@ import (
 	"github.com/codecell/codecell/internal/skills"
 	"github.com/codecell/codecell/internal/store"
 	"github.com/codecell/codecell/internal/upstream"
+	"github.com/codecell/codecell/internal/workspace"
 )
 
 // app is what serve and exec share: the config, the data dir, the sandbox
@@ -28,8 +29,25 @@ type app struct {
 	dataDir   string
 	log       *slog.Logger
 	sandbox   *sandbox.Manager
+	volumes   *workspace.Volumes
 	upstreams *upstream.Manager
 	server    *server.Server
+}
+
+// workspaceImages is the image mode sandbox.workspaceImages asks for on this
+// data dir: auto is off on a filesystem several machines may mount, where
+// an image must never live.
+func workspaceImages(cfg *config.Config, dataDir string) (workspace.ImageMode, string) {
+	switch cfg.Sandbox.WorkspaceImages {
+	case "on":
+		return workspace.ImagesOn, ""
+	case "off":
+		return workspace.ImagesOff, "sandbox.workspaceImages is off"
+	}
+	if fs := workspace.NetworkFilesystem(dataDir); fs != "" {
+		return workspace.ImagesOff, "the data dir is on " + fs + ", which several machines may mount"
+	}
+	return workspace.ImagesAuto, ""
 }
 
 // loadConfig finds, reads and validates the config, and resolves the data dir.
@@ -104,16 +122,34 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 			Memory: sb.Memory, Pids: sb.Pids, CPUTime: sb.CPUTime, FileSize: sb.FileSize,
 			OpenFiles: sb.OpenFiles, Output: sb.Output, TmpSize: sb.TmpSize,
 		},
-		StateDir:       stateDir,
-		WorkspaceQuota: sb.WorkspaceQuota,
-		PoolSize:       sb.Pool,
-		Seccomp:        prog,
-		GenDir:         genDir,
-		Logger:         log,
+		StateDir: stateDir,
+		PoolSize: sb.Pool,
+		Seccomp:  prog,
+		GenDir:   genDir,
+		Logger:   log,
 	})
 	if err != nil {
 		proc.Release()
 		return nil, err
+	}
+	images, why := workspaceImages(cfg, dataDir)
+	volOpts := workspace.VolumeOptions{
+		Quota: sb.WorkspaceQuota, MaxEntries: int64(sb.WorkspaceEntries), Images: images,
+		StateDir: proc.Path(), Logger: log,
+	}
+	if mgr.HostUser() == "nobody" {
+		volOpts.Owner = sandbox.UID
+	}
+	vols, err := workspace.NewVolumes(volOpts)
+	if err != nil {
+		mgr.Close()
+		proc.Release()
+		return nil, err
+	}
+	if err := vols.ImageError(); err != nil && images != workspace.ImagesOff {
+		log.Warn("workspaces are plain directories: the quota is watched, not enforced by the kernel", "reason", err)
+	} else if images == workspace.ImagesOff && why != "" {
+		log.Debug("workspaces are plain directories", "reason", why)
 	}
 	// The upstreams tell the server when their tools change; the server
 	// exists only after them, hence the indirection.
@@ -133,6 +169,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	db, err := store.Open(dbPath(dataDir))
 	if err != nil {
 		mgr.Close()
+		vols.Close()
 		proc.Release()
 		return nil, fmt.Errorf("open the database: %w", err)
 	}
@@ -144,13 +181,15 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	skillsMgr, err := skills.New(skills.Options{Store: db, Dir: skillsDir(dataDir), Logger: log})
 	if err != nil {
 		mgr.Close()
+		vols.Close()
 		db.Close()
 		proc.Release()
 		return nil, err
 	}
-	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, Skills: skillsMgr, GenDir: genDir, DataDir: dataDir, Version: version, Logger: log})
+	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, Skills: skillsMgr, GenDir: genDir, DataDir: dataDir, Volumes: vols, Version: version, Logger: log})
 	if err != nil {
 		mgr.Close()
+		vols.Close()
 		db.Close()
 		proc.Release()
 		return nil, err
@@ -159,7 +198,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	if level == sandbox.Development {
 		log.Warn("isolation level development: code runs as a plain subprocess with limits only, not in a sandbox")
 	}
-	return &app{proc: proc, db: db, cfg: cfg, dataDir: dataDir, log: log, sandbox: mgr, upstreams: ups, server: srv}, nil
+	return &app{proc: proc, db: db, cfg: cfg, dataDir: dataDir, log: log, sandbox: mgr, volumes: vols, upstreams: ups, server: srv}, nil
 }
 
 // lookPath is the absolute path of a program on PATH, or "".
@@ -179,6 +218,7 @@ func (a *app) close() {
 	a.server.Close() // its sessions hold sandboxes of the manager
 	a.upstreams.Close()
 	a.sandbox.Close()
+	a.volumes.Close() // after the sandboxes: the last process to leave unmounts the images
 	a.db.Close()
 	a.proc.Release() // last: the sandboxes mounted what is in it
 }

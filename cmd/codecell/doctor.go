@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/codecell/codecell/internal/seccomp"
 	"github.com/codecell/codecell/internal/server"
 	"github.com/codecell/codecell/internal/upstream"
+	"github.com/codecell/codecell/internal/workspace"
 )
 
 func runDoctor(ctx context.Context, g *globals, args []string) error {
@@ -71,6 +74,8 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 			fmt.Fprintf(w, "data dir\tUNREACHABLE for the sandbox: %v\n", configuredErr)
 		}
 	}
+	wsState, wsErr := workspaceState(cfg, dataDir)
+	fmt.Fprintf(w, "workspaces\t%s\n", wsState)
 	sb := cfg.Sandbox
 	fmt.Fprintf(w, "limits\tmemory %d MiB, pids %d, cpu %s, timeout %s (max %s), output %d KiB, /tmp %d MiB, file %d MiB, open files %d, pool %d\n",
 		sb.Memory>>20, sb.Pids, sb.CPUTime, sb.Timeout, sb.MaxTimeout, sb.Output>>10, sb.TmpSize>>20, sb.FileSize>>20, sb.OpenFiles, sb.Pool)
@@ -95,7 +100,45 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 	if configuredErr != nil {
 		return fmt.Errorf("the configured isolation level %s cannot run here: %v", configured, configuredErr)
 	}
+	if wsErr != nil {
+		return fmt.Errorf("workspace images are required (sandbox.workspaceImages is on) but cannot be used here: %v", wsErr)
+	}
 	return nil
+}
+
+// workspaceState says how the workspaces' quota holds on this host: in a
+// filesystem image of each workspace's own, enforced by the kernel, or in
+// a plain directory, watched; and whether inotify can follow them.
+func workspaceState(cfg *config.Config, dataDir string) (string, error) {
+	sb := cfg.Sandbox
+	limits := fmt.Sprintf("quota %d MiB and %d entries per workspace", sb.WorkspaceQuota>>20, sb.WorkspaceEntries)
+	mode, why := workspaceImages(cfg, dataDir)
+	var err error
+	switch {
+	case mode == workspace.ImagesOff:
+		err = errors.New(why)
+	default:
+		probeDir := filepath.Join(dataDir, "workspaces")
+		if os.MkdirAll(probeDir, 0o711) != nil {
+			probeDir = os.TempDir()
+		}
+		err = workspace.ProbeImages(probeDir)
+	}
+	var b strings.Builder
+	if err == nil {
+		fmt.Fprintf(&b, "filesystem images (ext4, loop-mounted): the kernel enforces the %s; a write past it fails with ENOSPC", limits)
+	} else {
+		fmt.Fprintf(&b, "plain directories: the %s is watched, not enforced by the kernel (no images: %v); an execution that passes it is stopped and what it wrote past it removed, and no file it writes is larger than the quota left", limits, err)
+		if mode == workspace.ImagesOn {
+			b.WriteString("; sandbox.workspaceImages is on, so codecell will not start")
+		} else {
+			err = nil
+		}
+	}
+	if data, rerr := os.ReadFile("/proc/sys/fs/inotify/max_user_watches"); rerr == nil {
+		fmt.Fprintf(&b, "; changes tracked with inotify (at most %s directories per user)", strings.TrimSpace(string(data)))
+	}
+	return b.String(), err
 }
 
 func pythonVersion(ctx context.Context, python string) string {

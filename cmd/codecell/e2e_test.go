@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,10 +53,24 @@ func requireProduction(t testing.TB) {
 	}
 }
 
+// unmountBelow detaches every mount beneath dir (workspace images).
+func unmountBelow(dir string) {
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		if len(f) > 4 && strings.HasPrefix(strings.ReplaceAll(f[4], `\040`, " "), dir+"/") {
+			syscall.Unmount(strings.ReplaceAll(f[4], `\040`, " "), syscall.MNT_DETACH)
+		}
+	}
+}
+
 // testDirs makes a config file and a data dir reachable by the sandbox user.
 func testDirs(t testing.TB, cfg string) (cfgPath, dataDir string) {
 	t.Helper()
 	root := t.TempDir()
+	// Before the directory goes: a server killed (kill -9) leaves its
+	// workspace images mounted, for the next server on the data dir.
+	t.Cleanup(func() { unmountBelow(root) })
 	os.Chmod(filepath.Dir(root), 0o755)
 	os.Chmod(root, 0o755)
 	cfgPath = filepath.Join(root, "codecell.json")

@@ -62,7 +62,10 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer a.close()
-	a.sandbox.WarmFor(a.server.WarmRequest(ctx, server.DefaultNamespace))
+	// In the background: setting the default workspace up may take a while
+	// the first time (moving a large directory into its image, indexing
+	// 100,000 files), and the client's initialize need not wait for it.
+	go func() { a.sandbox.WarmFor(a.server.WarmRequest(ctx, server.DefaultNamespace)) }()
 	go a.server.TrimWhenIdle(ctx)
 	if *addr == "" {
 		a.log.Info("serving MCP over stdio", "isolation", a.sandbox.Level())

@@ -62,12 +62,21 @@ type Sandbox struct {
 	FileSize       int64         // JSON "fileSize", largest single file written, default 256MiB, min 1KiB
 	OpenFiles      int           // JSON "openFiles", default 256, min 16
 	TmpSize        int64         // JSON "tmpSize", size cap of /tmp, default 64MiB, min 1MiB
-	WorkspaceQuota int64         // bytes per namespace workspace, default 1GiB, min 1MiB
-	MaxToolCalls   int           // tool calls per execution, default 1000, min 1
-	Pool           int           // warm sandboxes, default 4, 0..64
-	Network        Network
-	Wheelhouse     string // optional absolute dir of wheels for install_dependencies; "" = none
-	IndexURL       string // JSON "indexUrl": the package index install_dependencies uses; "" = pip's default
+	WorkspaceQuota int64         // bytes per namespace workspace (allocated, as du counts), default 1GiB, min 1MiB
+	// WorkspaceEntries caps the files, directories and links of a
+	// namespace's workspace: default 250000, min 100.
+	WorkspaceEntries int
+	// WorkspaceImages says whether a workspace lives in a filesystem image
+	// of its own, where the kernel enforces the quota: "auto" (default:
+	// where codecell runs as root with loop devices and mkfs.ext4, and the
+	// data dir is not shared by replicas), "on" (refuse to start without)
+	// or "off" (plain directories, the quota watched).
+	WorkspaceImages string
+	MaxToolCalls    int // tool calls per execution, default 1000, min 1
+	Pool            int // warm sandboxes, default 4, 0..64
+	Network         Network
+	Wheelhouse      string // optional absolute dir of wheels for install_dependencies; "" = none
+	IndexURL        string // JSON "indexUrl": the package index install_dependencies uses; "" = pip's default
 	// IndexURLs (JSON "indexUrls") are the other indexes a call's index_url
 	// may name; none by default.
 	IndexURLs []string
@@ -138,21 +147,23 @@ func Default() *Config {
 	return &Config{
 		MCPServers: map[string]Server{},
 		Sandbox: Sandbox{
-			Isolation:      "production",
-			Python:         "/usr/bin/python3",
-			Timeout:        30 * time.Second,
-			MaxTimeout:     120 * time.Second,
-			Memory:         512 * MiB,
-			Pids:           128,
-			CPUTime:        60 * time.Second,
-			Output:         1 * MiB,
-			FileSize:       256 * MiB,
-			OpenFiles:      256,
-			TmpSize:        64 * MiB,
-			WorkspaceQuota: 1 * GiB,
-			MaxToolCalls:   1000,
-			Pool:           4,
-			Network:        Network{Mode: "none"},
+			Isolation:        "production",
+			Python:           "/usr/bin/python3",
+			Timeout:          30 * time.Second,
+			MaxTimeout:       120 * time.Second,
+			Memory:           512 * MiB,
+			Pids:             128,
+			CPUTime:          60 * time.Second,
+			Output:           1 * MiB,
+			FileSize:         256 * MiB,
+			OpenFiles:        256,
+			TmpSize:          64 * MiB,
+			WorkspaceQuota:   1 * GiB,
+			WorkspaceEntries: 250000,
+			WorkspaceImages:  "auto",
+			MaxToolCalls:     1000,
+			Pool:             4,
+			Network:          Network{Mode: "none"},
 		},
 		Policy:   Policy{Allow: []string{"*"}},
 		PII:      PII{Mode: "tokenize"},

@@ -59,6 +59,8 @@ func TestDefault(t *testing.T) {
 		{"openFiles", c.Sandbox.OpenFiles, 256},
 		{"tmpSize", c.Sandbox.TmpSize, int64(64 << 20)},
 		{"workspaceQuota", c.Sandbox.WorkspaceQuota, int64(1 << 30)},
+		{"workspaceEntries", c.Sandbox.WorkspaceEntries, 250000},
+		{"workspaceImages", c.Sandbox.WorkspaceImages, "auto"},
 		{"maxToolCalls", c.Sandbox.MaxToolCalls, 1000},
 		{"pool", c.Sandbox.Pool, 4},
 		{"network", c.Sandbox.Network.Mode, "none"},
@@ -179,7 +181,7 @@ func TestParseFull(t *testing.T) {
   "sandbox": {
     "isolation": "hardened", "python": "/opt/py/bin/python3", "timeout": 10, "maxTimeout": "10m",
     "memory": 1073741824, "pids": 128, "cpuTime": "2m", "output": "64KiB", "fileSize": "10MB",
-    "openFiles": 1024, "tmpSize": "1.5GiB", "workspaceQuota": "2 GiB", "maxToolCalls": 50, "pool": 0,
+    "openFiles": 1024, "tmpSize": "1.5GiB", "workspaceQuota": "2 GiB", "workspaceEntries": 5000, "workspaceImages": "off", "maxToolCalls": 50, "pool": 0,
     "network": {"mode": "allowlist", "allow": ["PyPI.org", "*.pythonhosted.org"]},
     "wheelhouse": "/var/wheels"
   },
@@ -217,7 +219,7 @@ func TestParseFull(t *testing.T) {
 		Sandbox: Sandbox{
 			Isolation: "hardened", Python: "/opt/py/bin/python3", Timeout: 10 * time.Second, MaxTimeout: 10 * time.Minute,
 			Memory: 1 << 30, Pids: 128, CPUTime: 2 * time.Minute, Output: 64 << 10, FileSize: 10_000_000,
-			OpenFiles: 1024, TmpSize: 3 << 29, WorkspaceQuota: 2 << 30, MaxToolCalls: 50, Pool: 0,
+			OpenFiles: 1024, TmpSize: 3 << 29, WorkspaceQuota: 2 << 30, WorkspaceEntries: 5000, WorkspaceImages: "off", MaxToolCalls: 50, Pool: 0,
 			Network:    Network{Mode: "allowlist", Allow: []string{"pypi.org", "*.pythonhosted.org"}},
 			Wheelhouse: "/var/wheels",
 		},
@@ -297,6 +299,8 @@ func TestParseErrors(t *testing.T) {
 		{"fileSize below minimum", `{"sandbox": {"fileSize": "1000"}}`, nil, []want{{"sandbox.fileSize", "below the minimum 1KiB"}}},
 		{"tmpSize below minimum", `{"sandbox": {"tmpSize": "1KiB"}}`, nil, []want{{"sandbox.tmpSize", "below the minimum 1MiB"}}},
 		{"quota below minimum", `{"sandbox": {"workspaceQuota": 0}}`, nil, []want{{"sandbox.workspaceQuota", "0B is below the minimum 1MiB"}}},
+		{"entry cap below minimum", `{"sandbox": {"workspaceEntries": 10}}`, nil, []want{{"sandbox.workspaceEntries", "10"}}},
+		{"workspace images", `{"sandbox": {"workspaceImages": "yes"}}`, nil, []want{{"sandbox.workspaceImages", `"yes" is not one of`}}},
 		{"size too large", `{"sandbox": {"memory": "9EiB"}}`, nil, []want{{"sandbox.memory", "too large"}}},
 		{"bad duration", `{"sandbox": {"timeout": "3x"}}`, nil, []want{{"sandbox.timeout", `"3x" is not a duration (use e.g. 30s or 2m)`}}},
 		{"duration wrong type", `{"sandbox": {"timeout": []}}`, nil, []want{{"sandbox.timeout", "must be a duration"}}},

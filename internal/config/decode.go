@@ -584,6 +584,8 @@ func (d *decoder) sandbox(v *value, path string, s *Sandbox) {
 		"openFiles":            d.setInt(&s.OpenFiles),
 		"tmpSize":              d.setSize(&s.TmpSize),
 		"workspaceQuota":       d.setSize(&s.WorkspaceQuota),
+		"workspaceEntries":     d.setInt(&s.WorkspaceEntries),
+		"workspaceImages":      d.setStr(&s.WorkspaceImages),
 		"maxToolCalls":         d.setInt(&s.MaxToolCalls),
 		"pool":                 d.setInt(&s.Pool),
 		"wheelhouse":           d.setStr(&s.Wheelhouse),

@@ -187,6 +187,12 @@ func (k *checker) sandbox(s *Sandbox) {
 	k.minSize(p+".fileSize", s.FileSize, KiB)
 	k.minSize(p+".tmpSize", s.TmpSize, MiB)
 	k.minSize(p+".workspaceQuota", s.WorkspaceQuota, MiB)
+	k.between(p+".workspaceEntries", s.WorkspaceEntries, 100, -1)
+	switch s.WorkspaceImages {
+	case "auto", "on", "off":
+	default:
+		k.addf(p+".workspaceImages", `%q is not one of "auto", "on", "off"`, s.WorkspaceImages)
+	}
 	k.between(p+".pids", s.Pids, 4, -1)
 	k.between(p+".openFiles", s.OpenFiles, 16, -1)
 	k.between(p+".maxToolCalls", s.MaxToolCalls, 1, -1)

@@ -361,7 +361,7 @@ func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result,
 	go func() {
 		exchanged <- x.run(g.out, g.in, execFrame{
 			Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args, Filename: req.Filename,
-			Limits: lim.forRunner(Hardened),
+			Limits: lim.forRunner(Hardened, req.FileSize, false),
 		})
 	}()
 

@@ -67,17 +67,22 @@ const floodFactor = 8
 // runnerLimits is what the runner applies to itself with setrlimit after the
 // fork, before it reads any code.
 type runnerLimits struct {
-	Memory      int64 `json:"memory"`
-	FileSize    int64 `json:"file_size"`
-	OpenFiles   int   `json:"open_files"`
-	NProc       int   `json:"nproc"`
-	Pids        int   `json:"pids"`  // sandbox.pids, for messages
-	Level       Level `json:"level"` // for messages
-	CPUSeconds  int64 `json:"cpu_seconds"`
-	ResultBytes int64 `json:"result_bytes"`
+	Memory   int64 `json:"memory"`
+	FileSize int64 `json:"file_size"`
+	// FileSizeSoft, when set, is RLIMIT_FSIZE's soft limit under the hard
+	// FileSize (a session's execution).
+	FileSizeSoft int64 `json:"file_size_soft,omitempty"`
+	OpenFiles    int   `json:"open_files"`
+	NProc        int   `json:"nproc"`
+	Pids         int   `json:"pids"`  // sandbox.pids, for messages
+	Level        Level `json:"level"` // for messages
+	CPUSeconds   int64 `json:"cpu_seconds"`
+	ResultBytes  int64 `json:"result_bytes"`
 }
 
-func (l Limits) forRunner(level Level) runnerLimits {
+// forRunner is what the runner applies for one execution at level;
+// fileSize is Request.FileSize.
+func (l Limits) forRunner(level Level, fileSize int64, session bool) runnerLimits {
 	r := runnerLimits{
 		Memory:      l.Memory,
 		FileSize:    l.FileSize,
@@ -94,6 +99,13 @@ func (l Limits) forRunner(level Level) runnerLimits {
 	// not set there.
 	if level != Development {
 		r.NProc = l.Pids + 2
+	}
+	if fileSize > 0 && fileSize < l.FileSize {
+		if session {
+			r.FileSizeSoft = fileSize
+		} else {
+			r.FileSize = fileSize
+		}
 	}
 	if level == Hardened {
 		// gVisor maps much more address space per process than Linux

@@ -28,10 +28,6 @@ type Options struct {
 	PoolSize int
 	// Seccomp is the compiled seccomp program for production; required there.
 	Seccomp []byte
-	// WorkspaceQuota bounds the bytes in a workspace: an execution that
-	// passes it is stopped, and one cannot start while it is passed. Zero
-	// means none.
-	WorkspaceQuota int64
 	// GenDir is the host directory of the generated servers package; the
 	// code imports from it (SPEC §5). "" means there is none.
 	GenDir string
@@ -168,9 +164,11 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 }
 
 // begin does what every execution needs before it runs: the workspace is
-// there, under its quota, and ctx carries the timeout and the quota
-// watcher. When it reports false it has set res.Error. Otherwise the caller
-// runs the execution with the returned context and then calls end.
+// there and ctx carries the timeout. (Its quota is its Volume's, in the
+// workspace package: the caller passes what is left of it as
+// Request.FileSize, and cancels ctx when it is passed.) When it reports
+// false it has set res.Error. Otherwise the caller runs the execution with
+// the returned context and then calls end.
 func (m *Manager) begin(ctx context.Context, req *Request, res *Result) (context.Context, func(), bool) {
 	if req.Timeout <= 0 {
 		req.Timeout = 30 * time.Second
@@ -179,23 +177,8 @@ func (m *Manager) begin(ctx context.Context, req *Request, res *Result) (context
 		res.Error = failure(ErrSandbox, "%v", err)
 		return nil, nil, false
 	}
-	if m.opts.WorkspaceQuota > 0 {
-		if used := usage(req.Workspace); used > m.opts.WorkspaceQuota {
-			res.Error = failure(ErrKilled, "%v", &QuotaError{Used: used, Quota: m.opts.WorkspaceQuota})
-			return nil, nil, false
-		}
-	}
 	ctx, cancel := context.WithTimeoutCause(ctx, req.Timeout, errTimeout)
-	if m.opts.WorkspaceQuota == 0 {
-		return ctx, cancel, true
-	}
-	ctx, stop := context.WithCancelCause(ctx)
-	watched := m.watchQuota(ctx, stop, req.Workspace)
-	return ctx, func() {
-		stop(nil)
-		<-watched
-		cancel()
-	}, true
+	return ctx, cancel, true
 }
 
 // WarmFor fills, in the background, the pool of the sandboxes that
@@ -368,11 +351,11 @@ func (m *Manager) start(ctx context.Context, workspace target) (sandbox, error) 
 // with the host directories it needs. Warm sandboxes are pooled per target.
 type target struct {
 	workspace string
-	dir       uint64 // the workspace directory's inode: a removed and recreated workspace is another target
+	dir       uint64 // the workspace directory's dirID: a removed and recreated workspace, or another image mounted there, is another target
 	python    string
 	readOnly  string // host directories exposed read-only at their own path, NUL-separated
 	skills    string // the namespace's skills directory (Request.Skills): namespaces never share a sandbox
-	skillsDir uint64 // its inode, as dir is the workspace's
+	skillsDir uint64 // its dirID, as dir is the workspace's
 }
 
 // defaultTarget is the target of a workspace with the Manager's Python.
@@ -380,14 +363,16 @@ func (m *Manager) defaultTarget(workspace string) target {
 	return target{workspace: workspace, dir: dirID(workspace), python: m.opts.Python}
 }
 
-// dirID identifies a directory by its inode; 0 when it does not exist.
+// dirID identifies a directory by its device and inode; 0 when it does
+// not exist. The device counts: every workspace image's root has inode 2,
+// so an image mounted in place of another is told apart by its device.
 func dirID(path string) uint64 {
 	info, err := os.Stat(path)
 	if err != nil {
 		return 0
 	}
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		return st.Ino
+		return st.Ino ^ st.Dev<<40 ^ st.Dev>>24
 	}
 	return 0
 }

@@ -50,6 +50,14 @@ type Request struct {
 	// MaxToolCalls bounds the code's "tool" calls; past it the execution
 	// ends with ToolCallLimit. Zero means no bound.
 	MaxToolCalls int
+
+	// FileSize, when positive and below Limits.FileSize, is the largest
+	// file this execution may write (RLIMIT_FSIZE): what is left of its
+	// workspace's quota. In a session it is the soft limit, the hard one
+	// staying Limits.FileSize, so that a later execution can have more;
+	// the code can raise it there, which is why it is not the quota's only
+	// guard. Zero means Limits.FileSize.
+	FileSize int64
 }
 
 // CallHandler answers a call the code makes to the host over the channel.

@@ -418,7 +418,7 @@ func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Requ
 	defer errR.Close()
 	frame, err := channel.Encode(execFrame{
 		Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args, Filename: req.Filename,
-		Session: session, Limits: lim.forRunner(z.level),
+		Session: session, Limits: lim.forRunner(z.level, req.FileSize, session),
 	})
 	if err == nil {
 		_, _, err = chanHost.WriteMsgUnix(frame[:4], unix.UnixRights(int(pipes[1].Fd()), int(pipes[3].Fd())), nil)
@@ -592,9 +592,6 @@ func (m ctlMsg) exitInfo() exitInfo {
 func stopped(ctx context.Context, timeout time.Duration) *ExecError {
 	if errors.Is(context.Cause(ctx), errTimeout) {
 		return failure(ErrTimeout, "the code ran longer than its %s timeout and was stopped", timeout)
-	}
-	if errors.Is(context.Cause(ctx), errQuota) {
-		return failure(ErrKilled, "the code filled its workspace past its quota and was stopped")
 	}
 	return failure(ErrKilled, "the execution was cancelled: %v", context.Cause(ctx))
 }

@@ -175,6 +175,10 @@ func (s *Server) sourceRows(ns, name, dataField string) ([]map[string]any, error
 	if err != nil {
 		return nil, fieldError("source", "%v", err)
 	}
+	// Set up first: an image not mounted yet would show an empty directory.
+	if _, err := s.volume(ns); err != nil {
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
 	root, err := os.OpenRoot(s.Workspace(ns))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fieldError("source", "%q does not exist in the workspace", name)

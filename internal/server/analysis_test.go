@@ -24,6 +24,7 @@ func analysisClient(t *testing.T) (*mcp.ClientSession, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	s.addAnalysisTools() // adding a tool again replaces it, should New already have
 	ws := s.Workspace(DefaultNamespace)
 	if err := os.MkdirAll(ws, 0o755); err != nil {

@@ -27,6 +27,7 @@ func BenchmarkExecuteCodeMCP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(s.Close)
 	ctx := context.Background()
 	cs := connectClient(b, s)
 	args := &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "print(1)"}}

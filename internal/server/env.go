@@ -158,16 +158,13 @@ for n in names:
 `
 
 func (s *Server) checkPackages(ctx context.Context, ns string, names []string) ([]PackageState, error) {
-	req := sandbox.Request{
-		Workspace: s.Workspace(ns),
-		Skills:    s.skillsDir(ctx, ns),
-		Code:      checkPackageCode,
-		Context:   map[string]any{"names": names},
-		Timeout:   30 * time.Second,
-	}
-	if err := s.withEnvironment(ns, &req); err != nil {
+	req, err := s.namespaceRequest(ctx, ns)
+	if err != nil {
 		return nil, err
 	}
+	req.Code = checkPackageCode
+	req.Context = map[string]any{"names": names}
+	req.Timeout = 30 * time.Second
 	res := s.exec.Exec(ctx, req)
 	if !res.OK {
 		return nil, fmt.Errorf("check packages: %s: %s", res.Error.Type, res.Error.Message)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/workspace"
 )
 
 // maxCode is the largest code an execute_code call accepts (SPEC §4.1).
@@ -33,11 +35,12 @@ type ExecuteCodeOutput struct {
 	Stderr         string             `json:"stderr" jsonschema:"Standard error, capped at the output limit."`
 	Truncated      sandbox.Truncated  `json:"truncated" jsonschema:"Which streams were cut at the output limit."`
 	Result         any                `json:"result" jsonschema:"The value of result or of the last expression: JSON values as JSON, others as their repr."`
-	Error          *sandbox.ExecError `json:"error" jsonschema:"Null, or the error: type is the Python exception class, or Timeout, MemoryLimit, OutputLimit, ToolCallLimit, Killed or SandboxError."`
+	Error          *sandbox.ExecError `json:"error" jsonschema:"Null, or the error: type is the Python exception class, or Timeout, MemoryLimit, OutputLimit, ToolCallLimit, WorkspaceQuota, Killed or SandboxError."`
 	DurationMS     float64            `json:"duration_ms" jsonschema:"Wall-clock time of the execution in milliseconds."`
 	ToolCalls      ToolCalls          `json:"tool_calls" jsonschema:"Calls the code made to upstream tools."`
 	Files          []string           `json:"files" jsonschema:"Workspace files the code created or changed."`
-	FilesOmitted   int                `json:"files_omitted,omitempty" jsonschema:"Changed files beyond the 100 in files."`
+	FilesDeleted   []string           `json:"files_deleted,omitempty" jsonschema:"Workspace files the code deleted."`
+	FilesOmitted   int                `json:"files_omitted,omitempty" jsonschema:"Files created, changed or deleted beyond the 100 in files and files_deleted."`
 	SessionID      string             `json:"session_id,omitempty" jsonschema:"The session used, if any."`
 	SessionStarted bool               `json:"session_started,omitempty" jsonschema:"True when this call started session_id: a new interpreter, without the names of earlier calls (a new id, a typo, or one whose interpreter ended or was closed)."`
 	ContextSavings ContextSavings     `json:"context_savings" jsonschema:"Bytes of tool results that stayed in the sandbox against bytes returned."`
@@ -115,6 +118,11 @@ type job struct {
 func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, ExecuteCodeOutput, error) {
 	s.activity.begin()
 	defer s.activity.end()
+	// The workspace is set up (mounted, indexed) before any sandbox sees it.
+	vol, err := s.volume(j.Namespace)
+	if err != nil {
+		return nil, ExecuteCodeOutput{}, err
+	}
 	calls := &execCalls{s: s, ns: j.Namespace}
 	sreq := sandbox.Request{
 		Workspace:    s.Workspace(j.Namespace),
@@ -130,15 +138,34 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	if err := s.withEnvironment(j.Namespace, &sreq); err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
-	watch := s.watchFiles(j.Namespace) // the workspace before, for out.Files
+	// The run says what the code changed in the workspace, and whether it
+	// passed the quota: then the execution is stopped, and what it wrote
+	// past the quota is removed when it ends.
+	run := vol.Begin()
+	if left := run.FileSizeLimit(); left >= 0 {
+		sreq.FileSize = max(left, 1) // zero would mean the sandbox's own limit
+	}
+	execCtx, stopExec := context.WithCancelCause(ctx)
+	stopWatch := make(chan struct{})
+	go func() {
+		select {
+		case <-run.Breach():
+			stopExec(errQuotaPassed)
+		case <-stopWatch:
+		}
+	}()
 	onOutput, stopProgress := s.startProgress(ctx, j.Req, j.Namespace)
 	sreq.OnOutput = onOutput
-	res, started, err := s.execute(ctx, j, sreq)
+	res, started, err := s.execute(execCtx, j, sreq)
+	close(stopWatch)
+	stopExec(nil)
 	stopProgress()
+	rep := run.End()
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
 	out := outputOf(res)
+	quotaOutcome(&out, rep, run, vol)
 	out.SessionID, out.SessionStarted = j.SessionID, started
 	out.ToolCalls.Calls, out.ContextSavings.ToolResultBytes = calls.record()
 	out.ToolCalls.Count = len(out.ToolCalls.Calls)
@@ -148,7 +175,7 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 		return nil, ExecuteCodeOutput{}, err
 	}
 	out.ContextSavings.ReturnedBytes = returnedBytes(out)
-	content, err := watch.report(ctx, &out, render(out)) // out.Files, and their links
+	content, err := s.report(ctx, j.Namespace, &out, render(out), rep) // out.Files, and their links
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
@@ -176,6 +203,74 @@ func (s *Server) execute(ctx context.Context, j job, sreq sandbox.Request) (res 
 	}
 	defer s.sessions.release(j.Namespace, ls)
 	return ls.sb.Exec(ctx, sreq), started, nil
+}
+
+// ErrWorkspaceQuota is the error type of an execution that took its
+// workspace past its quota or its cap on entries where the kernel does not
+// enforce them (a plain directory): it was stopped, and what it wrote past
+// them removed.
+const ErrWorkspaceQuota = "WorkspaceQuota"
+
+// errQuotaPassed is the cause of an execution stopped for its workspace.
+var errQuotaPassed = errors.New("the workspace passed its quota")
+
+// quotaOutcome makes an execution that passed its workspace's limits fail
+// with ErrWorkspaceQuota, saying what was removed; and a write the kernel
+// refused for the quota (an OSError: ENOSPC, or EFBIG at the file size the
+// quota left) say so.
+func quotaOutcome(out *ExecuteCodeOutput, rep workspace.Report, run *workspace.Run, vol *workspace.Volume) {
+	if b := rep.Breach; b != nil {
+		msg := fmt.Sprintf("the code took the workspace past its limits (it reached %s) and was stopped", b.Reached)
+		if n := len(b.Removed) + len(b.Truncated); n > 0 {
+			msg += "; what it wrote past them was undone"
+			if len(b.Removed) > 0 {
+				msg += fmt.Sprintf(": %d entries it created removed (%s)", len(b.Removed), listSome(b.Removed))
+			}
+			if len(b.Truncated) > 0 {
+				msg += fmt.Sprintf("; %d files it grew cut back to their size before (%s)", len(b.Truncated), listSome(b.Truncated))
+			}
+		}
+		msg += fmt.Sprintf(". The workspace holds %s and works as before: delete files to make room", b.Usage)
+		if out.Error != nil && strings.Contains(out.Error.Message, "state is lost") {
+			msg += "; the session's interpreter ended with it and its state is lost (the next execution with this session id starts a new one)"
+		}
+		out.OK = false
+		out.Error = &sandbox.ExecError{Type: ErrWorkspaceQuota, Message: msg}
+		return
+	}
+	e := out.Error
+	if e == nil || e.Type != "OSError" {
+		return
+	}
+	u, err := vol.Usage()
+	if err != nil {
+		return
+	}
+	full := (u.Quota > 0 && u.Bytes+64<<10 >= u.Quota) || (u.MaxEntries > 0 && u.Entries >= u.MaxEntries)
+	efbig := strings.Contains(e.Message, "[Errno 27]") && run.FileSizeLimit() >= 0
+	nospace := strings.Contains(e.Message, "[Errno 28]") || strings.Contains(e.Message, "[Errno 122]")
+	if full && (nospace || efbig) {
+		e2 := *e
+		e2.Message += fmt.Sprintf(" (the workspace is at its quota: %s; delete files to make room)", u)
+		out.Error = &e2
+	}
+}
+
+// listSome names the first few paths of a list, each cut short.
+func listSome(paths []string) string {
+	const some, long = 5, 120
+	var shown []string
+	for _, p := range paths[:min(some, len(paths))] {
+		if len(p) > long {
+			p = p[:long/2] + "..." + p[len(p)-long/2:]
+		}
+		shown = append(shown, p)
+	}
+	out := strings.Join(shown, ", ")
+	if len(paths) > some {
+		out += fmt.Sprintf(" and %d more", len(paths)-some)
+	}
+	return out
 }
 
 func (s *Server) checkExecInput(in ExecuteCodeInput) (time.Duration, error) {

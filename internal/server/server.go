@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/codecell/codecell/internal/skills"
 	"github.com/codecell/codecell/internal/store"
 	"github.com/codecell/codecell/internal/upstream"
+	"github.com/codecell/codecell/internal/workspace"
 )
 
 //go:embed instructions.md
@@ -58,7 +60,11 @@ type Options struct {
 	GenDir string
 	// Skills keeps the saved skills; nil leaves out the skills toolset and
 	// executions have no skills package.
-	Skills  *skills.Manager
+	Skills *skills.Manager
+	// Volumes are the namespaces' workspaces; nil makes plain directories
+	// with the config's quota and cap on entries, closed by Close. The
+	// caller closes one it passes, after Close.
+	Volumes *workspace.Volumes
 	Version string       // reported to clients; "" means "dev"
 	Logger  *slog.Logger // nil means silent
 }
@@ -78,9 +84,15 @@ type Server struct {
 	sessions *sessions
 	activity activity        // executions under way, for TrimWhenIdle
 	skills   *skills.Manager // nil: no skills
-	metrics  *metrics.Metrics
-	log      *slog.Logger
-	mcp      *mcp.Server
+	// vols are the workspaces; volOnce makes them when none were given
+	// (ownVols: then Close closes them).
+	vols    *workspace.Volumes
+	volOnce sync.Once
+	volErr  error
+	ownVols bool
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	mcp     *mcp.Server
 }
 
 // DefaultNamespace is the namespace of stdio clients and of HTTP without
@@ -103,6 +115,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		cfg: opts.Config, exec: opts.Executor, up: opts.Upstreams, envs: opts.Envs, dataDir: opts.DataDir, log: log,
 		store:  opts.Store,
+		vols:   opts.Volumes,
 		tools:  &toolIndex{genDir: opts.GenDir},
 		policy: policy{allow: opts.Config.Policy.Allow, deny: opts.Config.Policy.Deny},
 	}
@@ -181,9 +194,14 @@ func (noUpstreams) Wait(_ context.Context, server string) error {
 	return fmt.Errorf("%w %q", upstream.ErrUnknownServer, server)
 }
 
-// Close ends every session. The Executor is the caller's to close, after.
+// Close ends every session, and closes the workspaces it made. The
+// Executor and Options.Volumes are the caller's to close, after.
 func (s *Server) Close() {
 	s.sessions.closeAll()
+	s.volOnce.Do(func() {}) // none made after this
+	if s.ownVols {
+		s.vols.Close()
+	}
 }
 
 // MCP returns the underlying MCP server, for a transport to run.

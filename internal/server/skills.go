@@ -299,6 +299,9 @@ func (c sandboxCompiler) Compile(ctx context.Context, ns, filename, code string)
 // warm sandboxes by it.
 func (s *Server) namespaceRequest(ctx context.Context, ns string) (sandbox.Request, error) {
 	req := sandbox.Request{Workspace: s.Workspace(ns), Skills: s.skillsDir(ctx, ns)}
+	if _, err := s.volume(ns); err != nil { // mounted before a sandbox binds it
+		return req, err
+	}
 	return req, s.withEnvironment(ns, &req)
 }
 

@@ -54,6 +54,7 @@ func newSkillsServer(t *testing.T) (*Server, *compileExecutor, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	return s, ex, dataDir
 }
 
@@ -113,6 +114,7 @@ func TestSkillToolsListed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(without.Close)
 	if got := names(without); got != "" {
 		t.Errorf("without a skills manager: %q", got)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/store"
+	"github.com/codecell/codecell/internal/workspace"
 )
 
 // Bounds of what the execution log keeps of one execution. Each excerpt is
@@ -109,12 +110,13 @@ type ExecutionStatsOutput struct {
 	Total          int             `json:"total" jsonschema:"Executions logged in the period."`
 	OK             int             `json:"ok" jsonschema:"Executions that ran to the end without an error."`
 	Failed         int             `json:"failed" jsonschema:"Executions that ended in an error."`
-	ErrorsByType   map[string]int  `json:"errors_by_type" jsonschema:"Failed executions per error type: a Python exception class, or Timeout, MemoryLimit, OutputLimit, ToolCallLimit, Killed, SandboxError."`
+	ErrorsByType   map[string]int  `json:"errors_by_type" jsonschema:"Failed executions per error type: a Python exception class, or Timeout, MemoryLimit, OutputLimit, ToolCallLimit, WorkspaceQuota, Killed, SandboxError."`
 	LatencyMS      LatencyStats    `json:"latency_ms" jsonschema:"Execution wall-clock time percentiles in whole milliseconds (nearest rank); 0 when there were none."`
 	ToolCalls      ToolCallStats   `json:"tool_calls" jsonschema:"Upstream tool calls made by the executions."`
 	ContextSavings ContextSavings  `json:"context_savings" jsonschema:"Sums over the executions: bytes of tool results that stayed in the sandbox against bytes returned to the model."`
 	Pool           *PoolState      `json:"pool,omitempty" jsonschema:"The warm sandbox pool now, over every workspace."`
 	Isolation      string          `json:"isolation" jsonschema:"The isolation level in force: production, hardened or development."`
+	Workspace      *WorkspaceUsage `json:"workspace,omitempty" jsonschema:"What this namespace's workspace holds against its quota now."`
 	Upstreams      []UpstreamState `json:"upstreams" jsonschema:"The upstream MCP servers and their states now."`
 }
 
@@ -216,6 +218,11 @@ func (s *Server) stats(ctx context.Context, ns, sinceArg string) (ExecutionStats
 		ps := p.PoolStats()
 		out.Pool = &PoolState{Size: ps.Size, Idle: ps.Idle, Starting: ps.Starting, Busy: ps.Busy}
 	}
+	if v, err := s.volume(ns); err == nil {
+		if u, err := v.Usage(); err == nil {
+			out.Workspace = usageOf(u)
+		}
+	}
 	return out, nil
 }
 
@@ -284,6 +291,9 @@ func renderStats(out ExecutionStatsOutput) string {
 		fmt.Fprintf(&b, "pool: %d idle, %d starting, %d busy (size %d per workspace)\n", out.Pool.Idle, out.Pool.Starting, out.Pool.Busy, out.Pool.Size)
 	}
 	fmt.Fprintf(&b, "isolation: %s\n", out.Isolation)
+	if u := out.Workspace; u != nil {
+		fmt.Fprintf(&b, "workspace: %s (limits enforced by the %s)\n", workspace.Usage{Bytes: u.Bytes, Quota: u.Quota, Entries: u.Entries, MaxEntries: u.MaxEntries}, u.Enforcement)
+	}
 	for _, u := range out.Upstreams {
 		fmt.Fprintf(&b, "upstream %s: %s, %d tools", u.Name, u.State, u.ToolCount)
 		if u.Error != "" {

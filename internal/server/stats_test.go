@@ -107,6 +107,7 @@ func statsServer(t *testing.T, cfg *config.Config, scripts map[string]fakeRun, l
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	return s, st, connectClient(t, s)
 }
 
@@ -180,6 +181,11 @@ func TestExecutionStats(t *testing.T) {
 		Upstreams: []UpstreamState{{Name: "fake", State: "connected", ToolCount: 2},
 			{Name: "gone", State: "failed", Error: "exit status 1"}},
 	}
+	// The fake executions write nothing: the workspace holds nothing.
+	if w := got.Workspace; w == nil || w.Bytes != 0 || w.Entries != 0 || w.Quota != 1<<30 || w.MaxEntries != 250000 || w.Enforcement != "watcher" {
+		t.Errorf("workspace %+v", got.Workspace)
+	}
+	got.Workspace = nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("stats\n got %+v\nwant %+v", got, want)
 	}
@@ -193,6 +199,7 @@ func TestExecutionStats(t *testing.T) {
 		fmt.Sprintf("context savings: %d bytes of tool results stayed in the sandbox, %d bytes returned", kept, returned),
 		"pool: 3 idle, 1 starting, 0 busy (size 4 per workspace)",
 		"isolation: production",
+		"workspace: 0 bytes used of 1.00 GiB, 0 entries of 250000 (limits enforced by the watcher)",
 		"upstream gone: failed, 0 tools (exit status 1)",
 	} {
 		if !strings.Contains(text, line+"\n") {

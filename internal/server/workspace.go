@@ -71,6 +71,20 @@ type ListWorkspaceFilesInput struct {
 type ListWorkspaceFilesOutput struct {
 	Files     []WorkspaceEntry `json:"files"`
 	Truncated bool             `json:"truncated" jsonschema:"More matched than the 1000 returned."`
+	Usage     *WorkspaceUsage  `json:"usage,omitempty" jsonschema:"What the whole workspace holds against its quota."`
+}
+
+// WorkspaceUsage is what a workspace holds against its limits.
+type WorkspaceUsage struct {
+	Bytes       int64  `json:"bytes" jsonschema:"Disk space used, in allocated bytes (a small file takes a whole 4 KiB block)."`
+	Quota       int64  `json:"quota" jsonschema:"The quota in bytes; 0 means none."`
+	Entries     int64  `json:"entries" jsonschema:"Files, directories and links."`
+	MaxEntries  int64  `json:"max_entries" jsonschema:"The cap on entries; 0 means none."`
+	Enforcement string `json:"enforcement" jsonschema:"kernel: a write past the limits fails with an OSError (ENOSPC); watcher: an execution that passes them is stopped and what it wrote past them removed."`
+}
+
+func usageOf(u workspace.Usage) *WorkspaceUsage {
+	return &WorkspaceUsage{Bytes: u.Bytes, Quota: u.Quota, Entries: u.Entries, MaxEntries: u.MaxEntries, Enforcement: u.Enforcement}
 }
 
 // DeleteWorkspaceFileInput is the input of delete_workspace_file.
@@ -111,15 +125,47 @@ func (s *Server) addWorkspaceTools() {
 // says about it; *sandbox.Manager does.
 type hostUser interface{ HostUser() string }
 
+// volumes returns the namespaces' workspaces: Options.Volumes, or plain
+// directories with the config's limits, made on first use.
+func (s *Server) volumes() (*workspace.Volumes, error) {
+	s.volOnce.Do(func() {
+		if s.vols != nil {
+			return
+		}
+		opts := workspace.VolumeOptions{
+			Quota:      s.cfg.Sandbox.WorkspaceQuota,
+			MaxEntries: int64(s.cfg.Sandbox.WorkspaceEntries),
+			Logger:     s.log,
+		}
+		if h, ok := s.exec.(hostUser); ok && h.HostUser() == "nobody" {
+			opts.Owner = sandbox.UID
+		}
+		s.vols, s.volErr = workspace.NewVolumes(opts)
+		s.ownVols = s.volErr == nil
+	})
+	return s.vols, s.volErr
+}
+
+// volume returns a namespace's workspace, set up (created, mounted,
+// indexed) the first time. Everything that runs code or touches files in a
+// namespace goes through it first, so that its sandboxes mount what it is.
+func (s *Server) volume(ns string) (*workspace.Volume, error) {
+	vs, err := s.volumes()
+	if err != nil {
+		return nil, err
+	}
+	return vs.Volume(s.Workspace(ns))
+}
+
 // openWorkspace opens a namespace's workspace, creating it if need be. What
 // it creates belongs to the host user the sandbox's code runs as, so that
 // the code can change it. The caller closes it.
 func (s *Server) openWorkspace(ns string) (*workspace.Workspace, error) {
-	opts := workspace.Options{Quota: s.cfg.Sandbox.WorkspaceQuota}
-	if h, ok := s.exec.(hostUser); ok && h.HostUser() == "nobody" {
-		opts.Owner = sandbox.UID
+	v, err := s.volume(ns)
+	if err != nil {
+		return nil, err
 	}
-	return workspace.Open(s.Workspace(ns), opts)
+	return v.Open()
 }
 
 // Paths carry personal data too (report_ada@example.org.csv): the paths
@@ -269,6 +315,12 @@ func (s *Server) listWorkspaceFiles(ctx context.Context, req *mcp.CallToolReques
 	}
 	out := ListWorkspaceFilesOutput{Files: make([]WorkspaceEntry, 0, len(l.Entries)), Truncated: l.Truncated}
 	var b strings.Builder
+	usage := ""
+	if v, err := s.volume(ns); err == nil {
+		if u, err := v.Usage(); err == nil {
+			out.Usage, usage = usageOf(u), u.String()
+		}
+	}
 	for _, e := range l.Entries {
 		we, err := s.shownEntry(ctx, ns, e)
 		if err != nil {
@@ -289,6 +341,9 @@ func (s *Server) listWorkspaceFiles(ctx context.Context, req *mcp.CallToolReques
 	}
 	if out.Truncated {
 		fmt.Fprintf(&b, "[truncated at %d entries]\n", len(out.Files))
+	}
+	if usage != "" {
+		fmt.Fprintf(&b, "[workspace] %s\n", usage)
 	}
 	return textResult(b.String()), out, nil
 }
@@ -324,84 +379,55 @@ func (s *Server) shownEntry(ctx context.Context, ns string, e workspace.Entry) (
 	return WorkspaceEntry{Path: p, Size: e.Size, ModTime: e.ModTime.UTC().Format(time.RFC3339), IsDir: e.IsDir, Symlink: e.Symlink}, nil
 }
 
-// maxReportedFiles bounds the files an execution reports; the rest are
-// counted in files_omitted.
+// maxReportedFiles bounds the files an execution reports, created or
+// changed and deleted alike; the rest are counted in files_omitted.
 const maxReportedFiles = 100
 
-// fileWatch remembers a workspace's files before an execution, to report
-// after it which ones the code created or changed (SPEC §4.1 files).
-type fileWatch struct {
-	s      *Server
-	ns     string
-	ok     bool // the snapshot was taken
-	before workspace.Snapshot
-}
-
-// watchFiles snapshots a namespace's workspace before an execution. The
-// snapshot walks the workspace, one stat per entry (no file is read), twice
-// per execution: about 15µs for an empty workspace and 3ms per thousand
-// files on a small VM (workspace.BenchmarkOpenSnapshot). That is the price
-// of files, paid also by code that writes nothing; the sandbox's quota
-// watcher walks the same tree. Past 100,000 entries the rest go unseen.
-func (s *Server) watchFiles(ns string) *fileWatch {
-	w := &fileWatch{s: s, ns: ns}
-	w.before, w.ok = w.snapshot()
-	return w
-}
-
-func (w *fileWatch) snapshot() (workspace.Snapshot, bool) {
-	ws, err := w.s.openWorkspace(w.ns)
-	if err != nil {
-		w.s.log.Warn("snapshot workspace", "namespace", w.ns, "error", err)
-		return workspace.Snapshot{}, false
+// report fills out.Files and out.FilesDeleted with what the run changed,
+// their paths tokenized, and returns the result's content: the text
+// rendering with a line naming them, then a resource link for each file
+// created or changed. A link's URI is file:///workspace/<path>, where the
+// sandbox's code sees the file; read_workspace_file reads it by its path.
+func (s *Server) report(ctx context.Context, ns string, out *ExecuteCodeOutput, text string, rep workspace.Report) ([]mcp.Content, error) {
+	files, deleted := rep.Files, rep.Deleted
+	if len(files) > maxReportedFiles {
+		out.FilesOmitted += len(files) - maxReportedFiles
+		files = files[:maxReportedFiles]
 	}
-	defer ws.Close()
-	return ws.Snapshot(), true
-}
-
-// report fills out.Files with the files created or changed since
-// watchFiles, their paths tokenized, and returns the result's content: the
-// text rendering with a line naming them, then a resource link for each.
-// A link's URI is file:///workspace/<path>, where the sandbox's code sees
-// the file; read_workspace_file reads it by its path.
-func (w *fileWatch) report(ctx context.Context, out *ExecuteCodeOutput, text string) ([]mcp.Content, error) {
-	content := []mcp.Content{&mcp.TextContent{Text: text}}
-	if !w.ok {
-		return content, nil
+	if room := maxReportedFiles - len(files); len(deleted) > room {
+		out.FilesOmitted += len(deleted) - room
+		deleted = deleted[:room]
 	}
-	after, ok := w.snapshot()
-	if !ok {
-		return content, nil
-	}
-	changed := workspace.Changed(w.before, after)
-	if len(changed) > maxReportedFiles {
-		out.FilesOmitted = len(changed) - maxReportedFiles
-		changed = changed[:maxReportedFiles]
-	}
-	out.Files = make([]string, 0, len(changed))
-	for _, p := range changed {
-		shown, err := w.s.privacy.text(ctx, w.ns, p)
+	content := []mcp.Content{nil}
+	out.Files = make([]string, 0, len(files))
+	for _, f := range files {
+		shown, err := s.privacy.text(ctx, ns, f.Path)
 		if err != nil {
 			return nil, err
 		}
 		out.Files = append(out.Files, shown)
-		link := &mcp.ResourceLink{URI: fileURI(shown), Name: shown, MIMEType: mime.TypeByExtension(path.Ext(p))}
-		if size, ok := after.Size(p); ok {
-			link.Size = &size
+		size := f.Size
+		content = append(content, &mcp.ResourceLink{URI: fileURI(shown), Name: shown, MIMEType: mime.TypeByExtension(path.Ext(f.Path)), Size: &size})
+	}
+	for _, p := range deleted {
+		shown, err := s.privacy.text(ctx, ns, p)
+		if err != nil {
+			return nil, err
 		}
-		content = append(content, link)
+		out.FilesDeleted = append(out.FilesDeleted, shown)
 	}
 	if len(out.Files) > 0 {
-		line := "[files] " + strings.Join(out.Files, ", ")
-		if out.FilesOmitted > 0 {
-			line += fmt.Sprintf(" and %d more", out.FilesOmitted)
-		}
-		text += line + "\n"
+		text += "[files] " + strings.Join(out.Files, ", ") + "\n"
 	}
-	if w.before.Truncated || after.Truncated {
-		// Past the walk's bound, changes go unseen: say so rather than
-		// let files read as complete.
-		text += "[files] the workspace has too many entries to track every change; files may be incomplete\n"
+	if len(out.FilesDeleted) > 0 {
+		text += "[deleted] " + strings.Join(out.FilesDeleted, ", ") + "\n"
+	}
+	if out.FilesOmitted > 0 {
+		text += fmt.Sprintf("[files] and %d more\n", out.FilesOmitted)
+	}
+	if rep.Incomplete {
+		// Say so rather than let files read as complete.
+		text += "[files] the workspace's changes could not all be tracked; files may be incomplete\n"
 	}
 	content[0] = &mcp.TextContent{Text: text}
 	return content, nil

@@ -57,6 +57,7 @@ func wsClient(t *testing.T, exec Executor, mutate func(*config.Config)) (*mcp.Cl
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	return connectClient(t, s), s.Workspace(DefaultNamespace)
 }
 
@@ -160,6 +161,12 @@ func TestWorkspaceTools(t *testing.T) {
 	if !strings.Contains(text, "data/\n") || !strings.Contains(text, "img/a.png\t32\t") {
 		t.Errorf("list text %q", text)
 	}
+	// Two files and two directories, a block each at least.
+	if u := l.Usage; u == nil || u.Entries != 4 || u.Bytes < 4*4096 || u.Quota != 1<<30 || u.MaxEntries != 250000 || u.Enforcement != "watcher" {
+		t.Errorf("usage %+v", l.Usage)
+	} else if !strings.Contains(text, "[workspace] ") || !strings.Contains(text, "of 1.00 GiB, 4 entries of 250000") {
+		t.Errorf("list text does not say the usage: %q", text)
+	}
 	mustCall(t, cs, "list_workspace_files", map[string]any{"pattern": "*.png"}, &l)
 	if len(l.Files) != 1 || l.Files[0].Path != "img/a.png" || l.Files[0].Size != 32 {
 		t.Fatalf("list *.png: %+v", l)
@@ -178,7 +185,7 @@ func TestWorkspaceTools(t *testing.T) {
 }
 
 func TestWorkspaceToolRefusals(t *testing.T) {
-	cs, dir := wsClient(t, &scriptExecutor{}, func(c *config.Config) { c.Sandbox.WorkspaceQuota = 100 })
+	cs, dir := wsClient(t, &scriptExecutor{}, func(c *config.Config) { c.Sandbox.WorkspaceQuota = 8192 })
 	mustCall(t, cs, "write_workspace_file", map[string]any{"path": "a.txt", "content": "x"}, nil)
 	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "passwd")); err != nil {
 		t.Fatal(err)
@@ -209,7 +216,7 @@ func TestWorkspaceToolRefusals(t *testing.T) {
 		{"write_workspace_file", map[string]any{"path": "etc/x", "content": "x"}, []string{"invalid argument path", "symbolic link"}},
 		{"write_workspace_file", map[string]any{"path": "b", "content": "x", "encoding": "hex"}, []string{"invalid argument encoding"}},
 		{"write_workspace_file", map[string]any{"path": "b", "content": "!!", "encoding": "base64"}, []string{"invalid argument content"}},
-		{"write_workspace_file", map[string]any{"path": "big", "content": strings.Repeat("x", 200)}, []string{"quota", "100"}},
+		{"write_workspace_file", map[string]any{"path": "big", "content": strings.Repeat("x", 5000)}, []string{"quota", "8192"}},
 		{"list_workspace_files", map[string]any{"path": "etc"}, []string{"invalid argument path", "symbolic link"}},
 		{"list_workspace_files", map[string]any{"pattern": "["}, []string{"invalid argument pattern"}},
 		{"delete_workspace_file", map[string]any{"path": "."}, []string{"workspace itself"}},
@@ -268,10 +275,12 @@ func TestExecuteCodeReportsFiles(t *testing.T) {
 	cs, dir := wsClient(t, ex, func(c *config.Config) { c.PII.Mode = "off" })
 	mustCall(t, cs, "write_workspace_file", map[string]any{"path": "kept.txt", "content": "x"}, nil)
 	mustCall(t, cs, "write_workspace_file", map[string]any{"path": "changed.txt", "content": "x"}, nil)
+	mustCall(t, cs, "write_workspace_file", map[string]any{"path": "gone.txt", "content": "x"}, nil)
 	ex.run = func(req sandbox.Request) {
 		os.MkdirAll(filepath.Join(req.Workspace, "out dir"), 0o755)
 		os.WriteFile(filepath.Join(req.Workspace, "out dir", "r#1.csv"), []byte("a,b\n"), 0o644)
 		os.WriteFile(filepath.Join(req.Workspace, "changed.txt"), []byte("xy"), 0o644)
+		os.Remove(filepath.Join(req.Workspace, "gone.txt"))
 	}
 	res, text := callTool(t, cs, "execute_code", map[string]any{"code": "pass"})
 	var out ExecuteCodeOutput
@@ -279,7 +288,10 @@ func TestExecuteCodeReportsFiles(t *testing.T) {
 	if got := strings.Join(out.Files, " "); got != "changed.txt out dir/r#1.csv" || out.FilesOmitted != 0 {
 		t.Fatalf("files %q", got)
 	}
-	if !strings.Contains(text, "[files] changed.txt, out dir/r#1.csv") {
+	if got := strings.Join(out.FilesDeleted, " "); got != "gone.txt" {
+		t.Fatalf("files_deleted %q", got)
+	}
+	if !strings.Contains(text, "[files] changed.txt, out dir/r#1.csv\n[deleted] gone.txt\n") {
 		t.Errorf("text %q", text)
 	}
 	var links []string
@@ -326,6 +338,7 @@ func TestWorkspaceToolLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	dir := s.Workspace(DefaultNamespace)
 	// The handler is called directly: the SDK's stdio and in-memory
 	// transports refuse a frame over 16 MiB before any tool sees it, and
@@ -355,28 +368,29 @@ func TestWorkspaceToolLimits(t *testing.T) {
 	}
 	var l ListWorkspaceFilesOutput
 	text := mustCall(t, connectClient(t, s), "list_workspace_files", map[string]any{"pattern": "f*"}, &l)
-	if len(l.Files) != workspace.DefaultListLimit || !l.Truncated || !strings.HasSuffix(text, fmt.Sprintf("[truncated at %d entries]\n", workspace.DefaultListLimit)) {
+	if len(l.Files) != workspace.DefaultListLimit || !l.Truncated || !strings.Contains(text, fmt.Sprintf("[truncated at %d entries]\n", workspace.DefaultListLimit)) {
 		t.Fatalf("%d files, truncated=%v, text ends %q", len(l.Files), l.Truncated, text[max(0, len(text)-60):])
 	}
 }
 
-// TestFilesIncompleteSaid: past the snapshot walk's bound, the result says
-// its files may be incomplete instead of passing them for the whole list.
+// TestFilesIncompleteSaid: when the watcher could not follow every change,
+// the result says its files may be incomplete instead of passing them for
+// the whole list.
 func TestFilesIncompleteSaid(t *testing.T) {
 	s, err := New(Options{Config: config.Default(), Executor: &scriptExecutor{}, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, truncated := range []bool{false, true} {
-		w := &fileWatch{s: s, ns: DefaultNamespace, ok: true, before: workspace.Snapshot{Truncated: truncated}}
+	t.Cleanup(s.Close)
+	for _, incomplete := range []bool{false, true} {
 		var out ExecuteCodeOutput
-		content, err := w.report(context.Background(), &out, "ran\n")
+		content, err := s.report(context.Background(), DefaultNamespace, &out, "ran\n", workspace.Report{Incomplete: incomplete})
 		if err != nil {
 			t.Fatal(err)
 		}
 		text := content[0].(*mcp.TextContent).Text
-		if said := strings.Contains(text, "may be incomplete"); said != truncated {
-			t.Errorf("truncated %v: %q", truncated, text)
+		if said := strings.Contains(text, "may be incomplete"); said != incomplete {
+			t.Errorf("incomplete %v: %q", incomplete, text)
 		}
 	}
 }

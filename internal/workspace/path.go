@@ -51,14 +51,24 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// QuotaError is a write that would take the workspace over its quota.
+// QuotaError is a write that would take the workspace past its quota or
+// its cap on entries.
 type QuotaError struct {
-	Used  int64 // bytes in the workspace before the write, less the file it replaces
-	Quota int64
-	Size  int64 // bytes the write needs
+	Used       int64 // bytes the workspace takes before the write, less the file it replaces
+	Quota      int64 // 0 means none
+	Size       int64 // bytes the write needs (whole blocks); 0 when not known
+	Entries    int64 // entries before the write
+	MaxEntries int64 // 0 means none
 }
 
 func (e *QuotaError) Error() string {
+	if e.MaxEntries > 0 && (e.Quota == 0 || e.Used+e.Size <= e.Quota) {
+		return fmt.Sprintf("workspace entry cap reached: %d files, directories and links of %d; delete some to make room",
+			e.Entries, e.MaxEntries)
+	}
+	if e.Size == 0 {
+		return fmt.Sprintf("workspace quota exceeded: %d bytes used of %d; delete files to make room", e.Used, e.Quota)
+	}
 	return fmt.Sprintf("workspace quota exceeded: %d bytes used of %d, and this write needs %d more; delete files to make room",
 		e.Used, e.Quota, e.Size)
 }

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"path"
 	"slices"
+	"syscall"
 )
 
 // Snapshot records the regular files of a workspace at one moment, by size,
@@ -11,14 +12,17 @@ import (
 // execution created or changed without reading them.
 type Snapshot struct {
 	files map[string]fileState
+	// alloc and entries are the bytes allocated to every entry and their
+	// number, the root not counted.
+	alloc, entries int64
 	// Truncated says that the workspace held more than maxVisit entries
 	// and the rest were not recorded: changes among them go unseen.
 	Truncated bool
 }
 
 type fileState struct {
-	size, mtime int64
-	ino         uint64
+	size, alloc, mtime int64
+	ino                uint64
 }
 
 // Snapshot walks the workspace (no file is opened, one stat per entry) and
@@ -32,12 +36,23 @@ func (w *Workspace) Snapshot() Snapshot {
 			s.Truncated = true
 			return fs.SkipAll
 		}
+		alloc := allocated(fi)
+		s.alloc += alloc
+		s.entries++
 		if fi.Mode().IsRegular() && !isTemp(path.Base(rel)) {
-			s.files[rel] = fileState{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ino: inode(fi)}
+			s.files[rel] = fileState{size: fi.Size(), alloc: alloc, mtime: fi.ModTime().UnixNano(), ino: inode(fi)}
 		}
 		return nil
 	})
 	return s
+}
+
+// allocated is the disk space an entry takes, as st_blocks counts it.
+func allocated(fi fs.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Blocks * 512
+	}
+	return fi.Size()
 }
 
 // Changed returns the paths of the regular files in after that are not in

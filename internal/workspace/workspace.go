@@ -16,12 +16,10 @@ import (
 	"time"
 )
 
-// Options configure a Workspace. The zero value is no quota and files owned
-// by the user codecell runs as.
+// Options configure a Workspace. The zero value is files owned by the user
+// codecell runs as. A Workspace opened with Open has no quota; one opened
+// with Volume.Open has its Volume's.
 type Options struct {
-	// Quota bounds the bytes of regular files in the workspace after a
-	// write; 0 means no bound.
-	Quota int64
 	// Owner is the uid and gid given to the files and directories the
 	// workspace creates, so that the sandbox's user can change them; 0
 	// leaves them to the user codecell runs as. A root-run codecell sets
@@ -36,6 +34,7 @@ type Workspace struct {
 	root *os.Root
 	opts Options
 	dir  *dirState // shared by every Workspace open on the same directory
+	vol  *Volume   // the quota's; nil for none
 }
 
 // Entry describes a file or directory of the workspace.
@@ -72,7 +71,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	// looked for first: a stat and a mkdir less per open.
 	root, err := os.OpenRoot(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := create(dir, opts.Owner); err != nil {
+		if err := createDir(dir, opts.Owner); err != nil {
 			return nil, fmt.Errorf("create the workspace: %w", causeOf(err))
 		}
 		root, err = os.OpenRoot(dir)
@@ -89,8 +88,8 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	return w, nil
 }
 
-// create makes the workspace directory dir and its missing parents.
-func create(dir string, owner int) error {
+// createDir makes the workspace directory dir and its missing parents.
+func createDir(dir string, owner int) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
 		return err
 	}
@@ -222,17 +221,12 @@ func (w *Workspace) put(mode putMode, name string, grow int64, fill func(tmp, ol
 	case !errors.Is(err, fs.ErrNotExist):
 		return Entry{}, fail(op, name, err)
 	}
-	if w.opts.Quota > 0 {
-		used, err := w.Usage()
-		if err != nil {
-			return Entry{}, fail(op, name, err)
-		}
-		if mode == modeWrite {
-			used -= oldSize // the file being replaced does not count twice
-		}
-		if used+grow > w.opts.Quota {
-			return Entry{}, &Error{Op: op, Path: name, Err: &QuotaError{Used: used, Quota: w.opts.Quota, Size: grow}}
-		}
+	newSize := grow
+	if mode == modeAppend {
+		newSize += oldSize
+	}
+	if err := w.checkQuota(clean, fi, newSize); err != nil {
+		return Entry{}, &Error{Op: op, Path: name, Err: err}
 	}
 	dir := filepath.Dir(clean)
 	if err := w.mkdirAll(dir); err != nil {
@@ -240,7 +234,7 @@ func (w *Workspace) put(mode putMode, name string, grow int64, fill func(tmp, ol
 	}
 	tmp, fi, err := w.writeTemp(dir, perm, func(f *os.File) error { return fill(f, old) })
 	if err != nil {
-		return Entry{}, fail(op, name, err)
+		return Entry{}, w.failFull(op, name, err)
 	}
 	if mode == modeCreate {
 		// A link never replaces anything: whatever appeared meanwhile stays.
@@ -256,7 +250,61 @@ func (w *Workspace) put(mode putMode, name string, grow int64, fill func(tmp, ol
 	if err := w.syncDir(dir); err != nil {
 		return Entry{}, fail(op, name, err)
 	}
+	if w.vol != nil {
+		w.vol.settle() // the next check counts this write
+	}
 	return Entry{Path: filepath.ToSlash(clean), Size: fi.Size(), ModTime: fi.ModTime()}, nil
+}
+
+// blockSize is the unit files are allocated in, for estimating what a
+// write will take before it is made.
+const blockSize = 4096
+
+// allocFor is the disk space a file of size bytes takes, in whole blocks.
+func allocFor(size int64) int64 {
+	return (size + blockSize - 1) / blockSize * blockSize
+}
+
+// checkQuota refuses a write that would take the workspace past its
+// Volume's limits: newSize is the file's size after it, old what is there
+// now (nil for nothing), which the write replaces.
+func (w *Workspace) checkQuota(clean string, old fs.FileInfo, newSize int64) error {
+	if w.vol == nil {
+		return nil
+	}
+	u, err := w.vol.Usage()
+	if err != nil {
+		return err
+	}
+	used, entries := u.Bytes, u.Entries
+	if old != nil {
+		if st, ok := old.Sys().(*syscall.Stat_t); ok {
+			used -= st.Blocks * 512 // replaced, not added to
+		}
+	} else {
+		entries++
+		for d := filepath.Dir(clean); d != "."; d = filepath.Dir(d) {
+			if _, err := w.root.Lstat(d); err == nil {
+				break
+			}
+			entries++ // a directory the write creates
+		}
+	}
+	need := allocFor(newSize)
+	if (u.Quota > 0 && used+need > u.Quota) || (u.MaxEntries > 0 && entries > u.MaxEntries) {
+		return &QuotaError{Used: used, Quota: u.Quota, Size: need, Entries: u.Entries, MaxEntries: u.MaxEntries}
+	}
+	return nil
+}
+
+// failFull is fail for a write that may have run out of room: in a
+// workspace whose quota the kernel enforces, ENOSPC is the quota.
+func (w *Workspace) failFull(op, name string, err error) error {
+	if w.vol != nil && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
+		u, _ := w.vol.Usage()
+		return &Error{Op: op, Path: name, Err: &QuotaError{Used: u.Bytes, Quota: u.Quota, Entries: u.Entries, MaxEntries: u.MaxEntries}}
+	}
+	return fail(op, name, err)
 }
 
 // checkTarget refuses to write over what is not a regular file.
@@ -451,20 +499,10 @@ func (w *Workspace) Delete(name string, recursive bool) error {
 	if err != nil {
 		return fail("delete", name, err)
 	}
+	if w.vol != nil {
+		defer w.vol.settle() // the next quota check counts the room made
+	}
 	return w.syncDir(filepath.Dir(clean))
-}
-
-// Usage is the size in bytes of the regular files in the workspace, as the
-// sandbox's quota watcher counts them (symbolic links not followed).
-func (w *Workspace) Usage() (int64, error) {
-	var total int64
-	err := w.walk(".", func(_ string, fi fs.FileInfo) error {
-		if fi.Mode().IsRegular() {
-			total += fi.Size()
-		}
-		return nil
-	})
-	return total, err
 }
 
 // removeStale removes the temporary files of writes that never finished:

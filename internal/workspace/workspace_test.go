@@ -40,6 +40,31 @@ func newFixture(t testing.TB, opts Options) *fixture {
 	return f
 }
 
+// newVolumeFixture is newFixture with the workspace opened through a
+// Volume (a plain, watched directory) with these limits.
+func newVolumeFixture(t testing.TB, quota, maxEntries int64) (*fixture, *Volume) {
+	t.Helper()
+	parent := t.TempDir()
+	f := &fixture{dir: filepath.Join(parent, "ws"), outside: filepath.Join(parent, "outside")}
+	must(t, os.Mkdir(f.outside, 0o755))
+	must(t, os.WriteFile(filepath.Join(f.outside, "secret.txt"), []byte(secret), 0o644))
+	vs, err := NewVolumes(VolumeOptions{Quota: quota, MaxEntries: maxEntries})
+	must(t, err)
+	t.Cleanup(func() { vs.Close() })
+	v, err := vs.Volume(f.dir)
+	must(t, err)
+	ws, err := v.Open()
+	must(t, err)
+	t.Cleanup(func() { ws.Close() })
+	f.ws = ws
+	must(t, os.Symlink("../outside/secret.txt", filepath.Join(f.dir, "outfile")))
+	must(t, os.Symlink("../outside", filepath.Join(f.dir, "outdir")))
+	must(t, os.Symlink(filepath.Join(f.outside, "secret.txt"), filepath.Join(f.dir, "absfile")))
+	must(t, os.Symlink("/etc/passwd", filepath.Join(f.dir, "passwd")))
+	v.settle()
+	return f, v
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
@@ -233,18 +258,19 @@ func TestCreateAppend(t *testing.T) {
 }
 
 func TestQuota(t *testing.T) {
-	f := newFixture(t, Options{Quota: 100})
+	const block = 4096
+	f, v := newVolumeFixture(t, 5*block, 0)
 	_, err := f.ws.Write("a", bytes.Repeat([]byte("a"), 60))
 	must(t, err)
-	// Replacing a file counts only its new size.
-	_, err = f.ws.Write("a", bytes.Repeat([]byte("a"), 90))
+	// Replacing a file counts only its new size: three blocks.
+	_, err = f.ws.Write("a", bytes.Repeat([]byte("a"), 2*block+1))
 	must(t, err)
-	_, err = f.ws.Write("b", bytes.Repeat([]byte("b"), 20))
+	_, err = f.ws.Write("b", bytes.Repeat([]byte("b"), 2*block+1))
 	var qe *QuotaError
-	if !errors.As(err, &qe) || qe.Used != 90 || qe.Quota != 100 || qe.Size != 20 {
-		t.Fatalf("write over quota: %v", err)
+	if !errors.As(err, &qe) || qe.Used != 3*block || qe.Quota != 5*block || qe.Size != 3*block {
+		t.Fatalf("write over quota: %v (%+v)", err, qe)
 	}
-	for _, want := range []string{"90", "100", "20", `"b"`} {
+	for _, want := range []string{fmt.Sprint(3 * block), fmt.Sprint(5 * block), `"b"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %s", err, want)
 		}
@@ -252,23 +278,41 @@ func TestQuota(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.dir, "b")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the refused write left a file: %v", err)
 	}
-	if _, err := f.ws.Append("a", bytes.Repeat([]byte("a"), 20), false); !errors.As(err, &qe) {
+	if _, err := f.ws.Append("a", bytes.Repeat([]byte("a"), 3*block), false); !errors.As(err, &qe) {
 		t.Fatalf("append over quota: %v", err)
 	}
-	if got, _ := os.ReadFile(filepath.Join(f.dir, "a")); len(got) != 90 {
+	if got, _ := os.ReadFile(filepath.Join(f.dir, "a")); len(got) != 2*block+1 {
 		t.Fatalf("the refused append changed the file: %d bytes", len(got))
 	}
-	_, err = f.ws.Write("b", bytes.Repeat([]byte("b"), 10))
+	_, err = f.ws.Write("b", bytes.Repeat([]byte("b"), block+1))
 	must(t, err)
-	if _, err := f.ws.Create("c", []byte("c")); !errors.As(err, &qe) {
+	_, err = f.ws.Write("c", []byte("c"))
+	if !errors.As(err, &qe) {
 		t.Fatalf("create over quota: %v", err)
 	}
-	if used, _ := f.ws.Usage(); used != 100 {
-		t.Errorf("usage %d, want 100", used)
+	if u, _ := v.Usage(); u.Bytes != 5*block || u.Quota != 5*block || u.Entries != 6 {
+		t.Errorf("usage %+v, want 5 blocks and 6 entries (2 files, 4 links)", u)
 	}
 	if left := tempFiles(t, f.dir); len(left) != 0 {
 		t.Fatalf("temporary files left: %v", left)
 	}
+}
+
+// TestEntryCap: a write that would make more entries than the cap, the
+// directories it creates included, is refused.
+func TestEntryCap(t *testing.T) {
+	f, _ := newVolumeFixture(t, 0, 7) // the fixture's 4 links are entries
+	_, err := f.ws.Write("a", []byte("a"))
+	must(t, err)
+	_, err = f.ws.Write("d/e/f", []byte("f"))
+	var qe *QuotaError
+	if !errors.As(err, &qe) || !strings.Contains(err.Error(), "entry cap") {
+		t.Fatalf("three entries past a cap of 7 with 5: %v", err)
+	}
+	_, err = f.ws.Write("d/f", []byte("f"))
+	must(t, err)
+	_, err = f.ws.Write("a", []byte("replaced, not added"))
+	must(t, err)
 }
 
 // TestFailedWriteLeavesNothing fails a write after its temporary file was
@@ -551,12 +595,12 @@ func TestOpenRemovesUnfinishedWrites(t *testing.T) {
 // makes counts against the quota; a deeper tree the code made is walked to
 // the bound and no further.
 func TestDepth(t *testing.T) {
-	f := newFixture(t, Options{Quota: 100})
+	f, v := newVolumeFixture(t, 1<<20, 0)
 	deepest := strings.Repeat("d/", maxDepth) + "f"
 	_, err := f.ws.Write(deepest, bytes.Repeat([]byte("x"), 60))
 	must(t, err)
-	if used, err := f.ws.Usage(); err != nil || used != 60 {
-		t.Fatalf("usage %d, %v; want the 60 bytes %d directories deep", used, err, maxDepth)
+	if u, err := v.Usage(); err != nil || u.Entries != maxDepth+1+4 || u.Bytes < 4096*(maxDepth+1) {
+		t.Fatalf("usage %+v, %v; want the file %d directories deep and its directories", u, err, maxDepth)
 	}
 	if l, err := f.ws.List("", "f", 0); err != nil || len(l.Entries) != 1 || l.Entries[0].Path != deepest {
 		t.Fatalf("list: %+v %v", l, err)
@@ -623,7 +667,7 @@ func TestOpen(t *testing.T) {
 // TestFIFO: a FIFO the code put in the workspace blocks no operation and is
 // never taken for a file.
 func TestFIFO(t *testing.T) {
-	f := newFixture(t, Options{Quota: 1 << 20})
+	f, _ := newVolumeFixture(t, 1<<20, 0)
 	must(t, syscall.Mkfifo(filepath.Join(f.dir, "fifo"), 0o644))
 	ops := []struct {
 		name string

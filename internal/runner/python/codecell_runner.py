@@ -127,7 +127,18 @@ def apply_limits(limits, cpu_used=0):
     guard_thread_start(limits)
     setlim(resource.RLIMIT_CORE, 0)
     setlim(resource.RLIMIT_AS, limits.get("memory"))
-    setlim(resource.RLIMIT_FSIZE, limits.get("file_size"))
+    fsize = limits.get("file_size")
+    soft = limits.get("file_size_soft")
+    if fsize is not None and soft:
+        # A session's execution: what is left of the workspace's quota is
+        # the soft limit, under a hard limit that stays the same from one
+        # execution to the next (a hard limit can only ever go down).
+        try:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (min(soft, fsize), fsize))
+        except (ValueError, OSError):
+            pass
+    else:
+        setlim(resource.RLIMIT_FSIZE, fsize)
     setlim(resource.RLIMIT_NOFILE, limits.get("open_files"))
     setlim(resource.RLIMIT_NPROC, limits.get("nproc"))
     cpu = limits.get("cpu_seconds")
