@@ -98,7 +98,13 @@ func TestExecutionStatsE2E(t *testing.T) {
 		if len(got.Upstreams) != 1 || got.Upstreams[0].Name != "fake" || got.Upstreams[0].State != "connected" || got.Upstreams[0].ToolCount == 0 {
 			t.Errorf("%s: upstreams %+v", when, got.Upstreams)
 		}
-		got.Pool, got.Upstreams = nil, nil // live state, not the log's
+		// The workspace against its quota: the default 1 GiB, enforced by
+		// the kernel where this host can mount images, else watched.
+		if w := got.Workspace; w == nil || w.Quota != 1<<30 || w.MaxEntries != 250000 || w.Bytes < 0 || w.Bytes > w.Quota ||
+			(w.Enforcement != "kernel" && w.Enforcement != "watcher") || !strings.Contains(text, "workspace: ") {
+			t.Errorf("%s: workspace %+v", when, got.Workspace)
+		}
+		got.Pool, got.Upstreams, got.Workspace = nil, nil, nil // live state, not the log's
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: stats\n got %+v\nwant %+v", when, got, want)
 		}

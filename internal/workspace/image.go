@@ -156,7 +156,7 @@ func mountImage(dir string, opts VolumeOptions, log *slog.Logger) (*image, error
 			if err := makeImage(img.file, opts, alloc, entries); err != nil {
 				return nil, err
 			}
-			log.Info("workspace image made", "workspace", name, "quota", opts.Quota, "max_entries", opts.MaxEntries)
+			log.Debug("workspace image made", "workspace", name, "quota", opts.Quota, "max_entries", opts.MaxEntries)
 		}
 		// What a plain directory holds moves into the image, after it is
 		// mounted over the directory.
@@ -192,7 +192,7 @@ func mountImage(dir string, opts VolumeOptions, log *slog.Logger) (*image, error
 		if err := os.RemoveAll(src); err != nil {
 			log.Warn("workspace image: remove the imported directory", "dir", src, "error", err)
 		}
-		log.Info("workspace moved into its image", "workspace", name)
+		log.Debug("workspace moved into its image", "workspace", name)
 	}
 	if err := img.fit(dir, opts, lock, log); err != nil {
 		return nil, err
@@ -556,7 +556,7 @@ func (img *image) fit(dir string, opts VolumeOptions, lock *os.File, log *slog.L
 			"workspace", filepath.Base(dir))
 		return nil
 	}
-	log.Info("workspace image: rebuilding for a new quota or entry cap", "workspace", filepath.Base(dir),
+	log.Debug("workspace image: rebuilding for a new quota or entry cap", "workspace", filepath.Base(dir),
 		"quota", opts.Quota, "max_entries", opts.MaxEntries)
 	return img.rebuild(dir, opts)
 }
