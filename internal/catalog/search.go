@@ -267,6 +267,9 @@ func (c *Catalog) rank(text string, server int32, top int) ([]scored, int) {
 		if d.deprecated {
 			s *= deprecatedFactor
 		}
+		if d.tool.Builtin {
+			s *= builtinFactor
+		}
 		sel.add(scored{i, s})
 		sc.score[i], sc.matched[i] = 0, 0
 	}
@@ -357,6 +360,7 @@ const (
 	queryCoverageWeight = 0.5  // score × (1 - w + w × share of the query's words matched)
 	serverFitBonus      = 0.5  // score × (1 + bonus × the server's fit, from 0 to 1)
 	deprecatedFactor    = 0.75 // a deprecated tool yields to its replacement
+	builtinFactor       = 0.8  // codecell's own tool yields to an upstream one that fits as well
 )
 
 // The fields of a tool that the index reads.

@@ -586,6 +586,7 @@ func (d *decoder) sandbox(v *value, path string, s *Sandbox) {
 		"workspaceQuota":       d.setSize(&s.WorkspaceQuota),
 		"maxToolCalls":         d.setInt(&s.MaxToolCalls),
 		"pool":                 d.setInt(&s.Pool),
+		"answerBudget":         d.setInt(&s.AnswerBudget),
 		"wheelhouse":           d.setStr(&s.Wheelhouse),
 		"indexUrl":             d.setStr(&s.IndexURL),
 		"externalEnvironments": d.setStrs(&s.ExternalEnvironments),

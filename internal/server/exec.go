@@ -19,11 +19,11 @@ const maxCode = 1 << 20
 
 // ExecuteCodeInput is the input of execute_code.
 type ExecuteCodeInput struct {
-	Code           string         `json:"code" jsonschema:"Python source to run. The value of a top-level variable named result, else of the last expression, is returned as result. At most 1 MiB."`
-	SessionID      string         `json:"session_id,omitempty" jsonschema:"Run in a live interpreter whose globals persist between calls; an unknown id creates the session."`
-	Context        map[string]any `json:"context,omitempty" jsonschema:"JSON values bound as global variables before the code runs; keys must be Python identifiers."`
-	TimeoutSeconds float64        `json:"timeout_seconds,omitempty" jsonschema:"Wall-clock limit in seconds, from 1 to the server's maximum; default the server's timeout."`
-	Language       string         `json:"language,omitempty" jsonschema:"Language of code; only python is supported."`
+	Code           string         `json:"code" jsonschema:"Python; returns the value of result or of the last expression."`
+	SessionID      string         `json:"session_id,omitempty" jsonschema:"Keep globals between calls with this id."`
+	Context        map[string]any `json:"context,omitempty" jsonschema:"JSON values bound as globals."`
+	TimeoutSeconds float64        `json:"timeout_seconds,omitempty" jsonschema:"Time limit."`
+	Language       string         `json:"language,omitempty" jsonschema:"Only python."`
 }
 
 // ExecuteCodeOutput is the structured result of execute_code (SPEC §4.1).
@@ -70,10 +70,10 @@ type ContextSavings struct {
 }
 
 func (s *Server) addExecTools() {
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "exec", &mcp.Tool{
 		Name:        "execute_code",
 		Title:       "Run Python in a sandbox",
-		Description: "Run Python code in an isolated sandbox and return its stdout, stderr, result value and error. Use it to do whole tasks in one call: compute, filter and summarize inside the sandbox and return only the answer.",
+		Description: "Run Python in an isolated sandbox; returns stdout, stderr, result and error.",
 	}, s.executeCode)
 	s.addSessionTools()
 	s.addCodeFileTools()

@@ -161,7 +161,7 @@ func TestToolCallOutcomes(t *testing.T) {
 // TestDeniedToolCallCounted: a call policy refuses counts as denied under
 // the tool's names.
 func TestDeniedToolCallCounted(t *testing.T) {
-	cfg := config.Default()
+	cfg := allTools(config.Default())
 	cfg.Policy.Deny = []string{"fake.fail"}
 	s, _, cs := statsServer(t, cfg, metricsScripts, nil)
 	runTool(t, cs, "execute_code", map[string]any{"code": "mixed"})

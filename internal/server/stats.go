@@ -167,7 +167,7 @@ func (s *Server) addStatsTools() {
 	if s.store == nil {
 		return
 	}
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "stats", &mcp.Tool{
 		Name:        "get_execution_stats",
 		Title:       "Execution statistics",
 		Description: "Statistics of this namespace's executions, optionally since a time or for a recent period (since: 1h): totals, failures by error type, latency p50/p95/p99, tool calls and the most called tools, context savings; and the server's sandbox pool, isolation level and upstream servers.",

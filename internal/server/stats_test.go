@@ -83,12 +83,12 @@ func (fakeUpstreams) Wait(_ context.Context, server string) error {
 	return fmt.Errorf("%w: %s failed (exit status 1)", upstream.ErrUnavailable, server)
 }
 
-// statsServer is a server with cfg (nil for config.Default()), a store, the
+// statsServer is a server with cfg (nil for allTools(config.Default())), a store, the
 // scripted executor and the fake upstreams, and a client connected to it.
 func statsServer(t *testing.T, cfg *config.Config, scripts map[string]fakeRun, log *slog.Logger) (*Server, *store.Store, *mcp.ClientSession) {
 	t.Helper()
 	if cfg == nil {
-		cfg = config.Default()
+		cfg = allTools(config.Default())
 	}
 	st, err := store.Open(filepath.Join(t.TempDir(), "codecell.db"))
 	if err != nil {
@@ -266,7 +266,7 @@ func TestRecordFailureKeepsResult(t *testing.T) {
 // TestStatsNeedStore: without a store there is no log, and no tool that
 // would report zeros.
 func TestStatsNeedStore(t *testing.T) {
-	s, err := New(Options{Config: config.Default(), Executor: fakeExecutor{}, DataDir: t.TempDir()})
+	s, err := New(Options{Config: allTools(config.Default()), Executor: fakeExecutor{}, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

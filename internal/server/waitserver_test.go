@@ -114,7 +114,7 @@ func startingServer(t *testing.T, up *startingUpstreams) (*Server, string) {
 		t.Skip(err)
 	}
 	t.Cleanup(func() { mgr.Close() })
-	cfg := config.Default()
+	cfg := allTools(config.Default())
 	cfg.Sandbox.Isolation = "development"
 	s, err := New(Options{Config: cfg, Executor: mgr, Upstreams: up, DataDir: t.TempDir(), GenDir: gen})
 	if err != nil {

@@ -85,22 +85,22 @@ type DeleteWorkspaceFileOutput struct {
 }
 
 func (s *Server) addWorkspaceTools() {
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "workspace", &mcp.Tool{
 		Name:        "write_workspace_file",
 		Title:       "Write a workspace file",
 		Description: "Write a file in the workspace, the sandbox's working directory, replacing it atomically.",
 	}, s.writeWorkspaceFile)
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "workspace", &mcp.Tool{
 		Name:        "read_workspace_file",
 		Title:       "Read a workspace file",
 		Description: "Read a workspace file: text, or base64 with a MIME type for binary data. Large files are read in pages.",
 	}, s.readWorkspaceFile)
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "workspace", &mcp.Tool{
 		Name:        "list_workspace_files",
 		Title:       "List workspace files",
 		Description: "List workspace files recursively with sizes and modification times.",
 	}, s.listWorkspaceFiles)
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "workspace", &mcp.Tool{
 		Name:        "delete_workspace_file",
 		Title:       "Delete a workspace file",
 		Description: "Delete a workspace file, link or directory.",

@@ -49,7 +49,7 @@ func (e *scriptExecutor) last() sandbox.Request {
 // and returns it with the default namespace's workspace directory.
 func wsClient(t *testing.T, exec Executor, mutate func(*config.Config)) (*mcp.ClientSession, string) {
 	t.Helper()
-	cfg := config.Default()
+	cfg := allTools(config.Default())
 	if mutate != nil {
 		mutate(cfg)
 	}
@@ -320,7 +320,7 @@ func TestExecuteCodeReportsFiles(t *testing.T) {
 // TestWorkspaceToolLimits: a write is at most maxWrite bytes, after base64
 // decoding; a listing at most DefaultListLimit entries.
 func TestWorkspaceToolLimits(t *testing.T) {
-	cfg := config.Default()
+	cfg := allTools(config.Default())
 	cfg.PII.Mode = "off"
 	s, err := New(Options{Config: cfg, Executor: &scriptExecutor{}, DataDir: t.TempDir()})
 	if err != nil {
@@ -363,7 +363,7 @@ func TestWorkspaceToolLimits(t *testing.T) {
 // TestFilesIncompleteSaid: past the snapshot walk's bound, the result says
 // its files may be incomplete instead of passing them for the whole list.
 func TestFilesIncompleteSaid(t *testing.T) {
-	s, err := New(Options{Config: config.Default(), Executor: &scriptExecutor{}, DataDir: t.TempDir()})
+	s, err := New(Options{Config: allTools(config.Default()), Executor: &scriptExecutor{}, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -136,6 +136,8 @@ _ERRORS = {
     "KeyError": LookupError,
     "ImportError": ImportError,
     "RuntimeError": RuntimeError,
+    "TypeError": TypeError,
+    "AttributeError": AttributeError,
 }
 
 
