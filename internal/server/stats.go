@@ -46,7 +46,7 @@ func (s *Server) recordExecution(ctx context.Context, j job, out ExecuteCodeOutp
 	if s.store == nil {
 		return
 	}
-	calls, err := json.Marshal(out.ToolCalls.Calls)
+	calls, err := json.Marshal(append([]ToolCall{}, out.calls...))
 	if err != nil { // a []ToolCall always encodes; keep the row regardless
 		calls = nil
 	}
@@ -59,8 +59,8 @@ func (s *Server) recordExecution(ctx context.Context, j job, out ExecuteCodeOutp
 		Duration:        time.Duration(math.Round(out.DurationMS*1000)) * time.Microsecond,
 		ToolCalls:       calls,
 		Isolation:       out.Isolation,
-		ToolResultBytes: out.ContextSavings.ToolResultBytes,
-		ReturnedBytes:   out.ContextSavings.ReturnedBytes,
+		ToolResultBytes: out.savings.ToolResultBytes,
+		ReturnedBytes:   out.savings.ReturnedBytes,
 	}
 	if e.SessionID == "" {
 		e.SessionID = j.SessionID

@@ -146,8 +146,12 @@ func TestExecutionStats(t *testing.T) {
 		if want := statsScripts[code].errType == ""; out.OK != want {
 			t.Fatalf("%s: ok %v: %+v", code, out.OK, out)
 		}
-		kept += out.ContextSavings.ToolResultBytes
-		returned += out.ContextSavings.ReturnedBytes
+		if out.ContextSavings != nil {
+			kept += out.ContextSavings.ToolResultBytes
+			returned += out.ContextSavings.ReturnedBytes
+		} else {
+			returned += returnedBytes(out)
+		}
 	}
 	if kept == 0 || returned == 0 {
 		t.Fatalf("savings %d/%d: the fixture should have both", kept, returned)

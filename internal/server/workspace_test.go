@@ -296,6 +296,7 @@ func TestExecuteCodeReportsFiles(t *testing.T) {
 	// Nothing changed: no files.
 	ex.run = nil
 	res, _ = callTool(t, cs, "execute_code", map[string]any{"code": "pass"})
+	out = ExecuteCodeOutput{} // files is left out when empty
 	structured(t, res, &out)
 	if len(out.Files) != 0 || len(res.Content) != 1 {
 		t.Fatalf("unchanged workspace: %v %d", out.Files, len(res.Content))
