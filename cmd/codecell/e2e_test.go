@@ -53,8 +53,16 @@ func requireProduction(t testing.TB) {
 }
 
 // testDirs makes a config file and a data dir reachable by the sandbox user.
+// A config that names no toolsets gets every one: these tests call every
+// tool, and the lean default has tests of its own (lean_test.go).
 func testDirs(t testing.TB, cfg string) (cfgPath, dataDir string) {
 	t.Helper()
+	var m map[string]any
+	if json.Unmarshal([]byte(cfg), &m) == nil && m != nil && m["toolsets"] == nil {
+		m["toolsets"] = []string{"all"}
+		raw, _ := json.Marshal(m)
+		cfg = string(raw)
+	}
 	root := t.TempDir()
 	os.Chmod(filepath.Dir(root), 0o755)
 	os.Chmod(root, 0o755)

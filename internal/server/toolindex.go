@@ -169,7 +169,6 @@ func publish(dir string, files map[string][]byte) error {
 // original name and its Python name; deny wins.
 type policy struct{ allow, deny []string }
 
-//
 // codecell's own tools (Builtin) are outside the allow list, which says
 // which upstream tools code may use, but a deny pattern that names one
 // (codecell.restore_pii) keeps code from calling it.
