@@ -136,6 +136,18 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 				alts = append(alts, []weighted{{id, w}})
 				synonym = append(synonym, id)
 			}
+			for _, s := range related[t] {
+				id, ok := c.index.ids[s]
+				if !ok || slices.ContainsFunc(alts, func(a []weighted) bool { return len(a) == 1 && a[0].term == id }) {
+					continue
+				}
+				w := relatedWeight
+				if sidf, _ := c.index.idf(s); known && idf < sidf {
+					w *= idf / sidf
+				}
+				alts = append(alts, []weighted{{id, w}})
+				synonym = append(synonym, id)
+			}
 		} else {
 			if seen[r.whole] {
 				continue
