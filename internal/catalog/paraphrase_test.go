@@ -96,3 +96,30 @@ func intersect(a, b []string) []string {
 	}
 	return out
 }
+
+func TestNearest(t *testing.T) {
+	c := New(loadTools(t, "upstream_tools.json"))
+	for _, tt := range []struct {
+		query, want string
+	}{
+		{"serch fles", "filesystem.search_files"},
+		{"gzipp compresion", "everything.gzip_file_as_resource"},
+		{"observasions", "memory.add_observations"},
+		{"direktory tre", "filesystem.directory_tree"},
+	} {
+		if r := c.Search(Query{Text: tt.query}); r.Total != 0 {
+			t.Errorf("%q matches %d tools; the test wants a query that matches none", tt.query, r.Total)
+		}
+		r := c.Nearest(Query{Text: tt.query, Limit: 3})
+		var got []string
+		for _, h := range r.Hits {
+			got = append(got, h.Tool.QualifiedName())
+		}
+		if !slices.Contains(got, tt.want) {
+			t.Errorf("Nearest(%q) = %v, want %s among them", tt.query, got, tt.want)
+		}
+	}
+	if r := c.Nearest(Query{Text: "qqqq zzzzv"}); r.Total != 0 {
+		t.Errorf("nonsense is near %d tools", r.Total)
+	}
+}

@@ -204,3 +204,33 @@ func TestCodecellPackageMatchesTools(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchNeverSilentlyEmpty: a search that matches nothing answers the
+// nearest tools by spelling, says so and points to list_tool_categories;
+// with nothing near, it says that.
+func TestSearchNeverSilentlyEmpty(t *testing.T) {
+	_, cs, _ := leanServer(t, config.Default())
+	search := func(query string) (SearchToolsOutput, string) {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": query, "limit": 3}})
+		if err != nil || res.IsError {
+			t.Fatalf("search %q: %v %v", query, err, res)
+		}
+		var out SearchToolsOutput
+		structured(t, res, &out)
+		return out, res.Content[0].(*mcp.TextContent).Text
+	}
+	out, text := search("wrkspaces fiels")
+	if len(out.Tools) == 0 || !strings.Contains(out.Tools[0].Name, "workspace") ||
+		!strings.Contains(out.Note, "nearest by spelling") || !strings.Contains(out.Note, "list_tool_categories") ||
+		!strings.Contains(text, out.Note) {
+		t.Errorf("typo search: %+v\n%s", out, text)
+	}
+	out, text = search("qqqq zzzzv")
+	if len(out.Tools) != 0 || !strings.Contains(out.Note, "nor comes near it") || !strings.Contains(out.Note, "list_tool_categories") || !strings.Contains(text, "list_tool_categories") {
+		t.Errorf("hopeless search: %+v\n%s", out, text)
+	}
+	// A search that matches has no note.
+	if out, _ := search("read a workspace file"); out.Note != "" || len(out.Tools) == 0 {
+		t.Errorf("plain search: %+v", out)
+	}
+}

@@ -60,7 +60,7 @@ func (e *execCalls) HandleCall(ctx context.Context, method string, params json.R
 		if err != nil {
 			return nil, &sandbox.CallError{Kind: "ValueError", Message: err.Error()}
 		}
-		return out.Tools, nil
+		return out, nil
 	case "get_tool_definition":
 		var in GetToolDefinitionInput
 		if err := json.Unmarshal(params, &in); err != nil {

@@ -49,6 +49,9 @@ type ToolEntry struct {
 type SearchToolsOutput struct {
 	Total int         `json:"total" jsonschema:"How many tools match in all."`
 	Tools []ToolEntry `json:"tools"`
+	// Note says why the tools are what they are when the search matched
+	// none: the nearest by spelling, or none at all, and where to look.
+	Note string `json:"note,omitempty"`
 }
 
 // GetToolDefinitionInput is the input of get_tool_definition.
@@ -183,8 +186,22 @@ func (s *Server) searchTools(in SearchToolsInput) (SearchToolsOutput, error) {
 			return SearchToolsOutput{}, fieldError("server", "no connected server is named %q (list_tool_categories lists them)", in.Server)
 		}
 	}
-	res := cat.Search(catalog.Query{Text: in.Query, Server: in.Server, Limit: in.Limit, Offset: in.Offset})
-	out := SearchToolsOutput{Total: res.Total, Tools: make([]ToolEntry, 0, len(res.Hits))}
+	q := catalog.Query{Text: in.Query, Server: in.Server, Limit: in.Limit, Offset: in.Offset}
+	res := cat.Search(q)
+	note := ""
+	if res.Total == 0 && strings.TrimSpace(in.Query) != "" {
+		// Never an empty answer without a word: the nearest tools by
+		// spelling, said to be such, and where to look next.
+		res = cat.Nearest(q)
+		if res.Total > 0 {
+			note = fmt.Sprintf("No tool matches %q; these are the nearest by spelling. ", in.Query)
+		} else {
+			note = fmt.Sprintf("No tool matches %q, nor comes near it. ", in.Query)
+		}
+		note += "Try other words, or list_tool_categories for the servers and what they are for " +
+			"(from codecell import list_tool_categories in code); search_tools with an empty query lists every tool."
+	}
+	out := SearchToolsOutput{Total: res.Total, Tools: make([]ToolEntry, 0, len(res.Hits)), Note: note}
 	for _, h := range res.Hits {
 		out.Tools = append(out.Tools, s.entry(h.Tool, detail))
 	}
@@ -239,6 +256,9 @@ func renderSearch(out SearchToolsOutput) string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "(%d of %d)\n", len(out.Tools), out.Total)
+	if out.Note != "" {
+		b.WriteString(out.Note + "\n")
+	}
 	return b.String()
 }
 

@@ -53,6 +53,23 @@ __all__ = [
 ]
 
 
+class Found(list):
+    """search_tools' answer: a list of tool entries, best first, with total
+    (how many match in all) and note (set when nothing matched: the entries
+    are then the nearest by spelling, and it says where to look)."""
+
+    def __init__(self, tools, total=0, note=""):
+        super().__init__(tools)
+        self.total = total
+        self.note = note
+
+    def __repr__(self):
+        text = super().__repr__()
+        if self.note:
+            text += "  # " + self.note
+        return text
+
+
 def search_tools(query: str = "", server: str = None, detail_level: str = "summary", limit: int = 10):
     """Finds tools by what they do, ranked best first: the upstream tools
     (from servers.<server> import <tool>) and codecell's own (codecell.<tool>:
@@ -65,7 +82,8 @@ def search_tools(query: str = "", server: str = None, detail_level: str = "summa
     params = {"query": query, "detail_level": detail_level, "limit": limit}
     if server is not None:
         params["server"] = server
-    return _request("search_tools", params)
+    out = _request("search_tools", params) or {}
+    return Found(out.get("tools") or [], out.get("total", 0), out.get("note", ""))
 
 
 def get_tool_definition(name: str):
