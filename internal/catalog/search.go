@@ -11,8 +11,9 @@ import (
 // Query is a search of the catalog.
 type Query struct {
 	// Text is what the caller looks for, in words ("read a file"). Blank
-	// text lists every tool in scope, sorted by qualified name; text made only
-	// of stop words ("how do I") matches nothing.
+	// text lists every tool in scope, sorted by qualified name, the upstream
+	// tools before codecell's own (Builtin); text made only of stop words
+	// ("how do I") matches nothing.
 	Text string
 	// Server restricts the search to one server's tools; empty means all
 	// servers. An unknown server gives zero hits, not an error.
@@ -66,14 +67,17 @@ func (c *Catalog) Search(q Query) Result {
 
 	var r Result
 	if strings.TrimSpace(q.Text) == "" {
-		for i := range c.docs {
-			if server >= 0 && c.docs[i].server != server {
-				continue
+		// The upstream tools by name, then codecell's own.
+		for _, builtin := range []bool{false, true} {
+			for i := range c.docs {
+				if server >= 0 && c.docs[i].server != server || c.docs[i].tool.Builtin != builtin {
+					continue
+				}
+				if r.Total >= offset && r.Total < offset+limit {
+					r.Hits = append(r.Hits, Hit{Tool: c.docs[i].tool})
+				}
+				r.Total++
 			}
-			if r.Total >= offset && r.Total < offset+limit {
-				r.Hits = append(r.Hits, Hit{Tool: c.docs[i].tool})
-			}
-			r.Total++
 		}
 		return r
 	}

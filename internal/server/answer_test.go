@@ -140,7 +140,7 @@ func TestAnswerWithinBudget(t *testing.T) {
 		t.Errorf("an output dir was made: %v", err)
 	}
 	raw, _ := json.Marshal(res.StructuredContent)
-	for _, key := range []string{`"stderr"`, `"error"`, `"truncated"`, `"files"`, `"tool_calls"`, `"context_savings"`} {
+	for _, key := range []string{`"stderr"`, `"truncated"`, `"files"`, `"tool_calls"`, `"context_savings"`} {
 		if strings.Contains(string(raw), key) {
 			t.Errorf("structured content has %s though it is empty: %s", key, raw[len(raw)-200:])
 		}

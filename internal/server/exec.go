@@ -28,15 +28,16 @@ type ExecuteCodeInput struct {
 
 // ExecuteCodeOutput is the structured result of execute_code (SPEC §4.1).
 // It is lean, as a model reads it after every execution: what is empty or
-// as expected (no output, no error, nothing cut, no files) is left out.
+// as expected (no output, nothing cut, no files, no tool calls) is left out;
+// result and error are always there, null when there is none.
 type ExecuteCodeOutput struct {
 	OK             bool               `json:"ok" jsonschema:"True when the code ran to the end without an error."`
 	Stdout         string             `json:"stdout,omitempty" jsonschema:"Standard output, within the answer budget."`
 	Stderr         string             `json:"stderr,omitempty" jsonschema:"Standard error, within the answer budget."`
 	Truncated      *Truncated         `json:"truncated,omitempty" jsonschema:"Which parts were cut, at the output limit or the answer budget."`
 	OutputFile     string             `json:"output_file,omitempty" jsonschema:"When the answer budget cut the answer: the workspace file with the whole output, also a resource link."`
-	Result         any                `json:"result,omitempty" jsonschema:"The value of result or of the last expression: JSON values as JSON, others as their repr."`
-	Error          *sandbox.ExecError `json:"error,omitempty" jsonschema:"The error, if any: type is the Python exception class, or Timeout, MemoryLimit, OutputLimit, ToolCallLimit, Killed or SandboxError."`
+	Result         any                `json:"result" jsonschema:"The value of result or of the last expression: JSON values as JSON, others as their repr."`
+	Error          *sandbox.ExecError `json:"error" jsonschema:"Null, or the error: type is the Python exception class, or Timeout, MemoryLimit, OutputLimit, ToolCallLimit, Killed or SandboxError."`
 	DurationMS     float64            `json:"duration_ms" jsonschema:"Wall-clock time of the execution in milliseconds."`
 	ToolCalls      *ToolCalls         `json:"tool_calls,omitempty" jsonschema:"Calls the code made to upstream tools, if any."`
 	Files          []string           `json:"files,omitempty" jsonschema:"Workspace files the code created or changed."`
