@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/server"
 )
 
 // npmServer returns the entry point of an npm MCP server installed by
@@ -192,6 +194,11 @@ func TestUpstreamToolsFromCode(t *testing.T) {
 		{"memory graph", "from servers.memory import create_entities, read_graph\ncreate_entities(entities=[{'name': 'Ada', 'entityType': 'person', 'observations': ['wrote code']}])\n[e['name'] for e in read_graph()['entities']]", `["Ada"]`, true},
 		{"readable API tree", "import os\nfrom servers.fake import echo\nresult = ['echo.py' in os.listdir('/codecell/gen/servers/fake'), 'fake.add_numbers' in open('/codecell/gen/servers/INDEX.md').read(), echo(text='x')]", `[true,true,"x"]`, true},
 		{"search from code", "from codecell import search_tools\n[t['name'] for t in search_tools('add two numbers', limit=3)]", "", true},
+		{"codecell's own tools from code", "from codecell import write_workspace_file, read_workspace_file, workspace\nwrite_workspace_file(path='own/a.txt', content='hi')\n[read_workspace_file(path='own/a.txt')['content'], workspace.list_workspace_files(path='own')['files'][0]['path']]", `["hi","own/a.txt"]`, true},
+		{"analysis from code", "from codecell import analysis\nanalysis.execute_analysis(analysis_type='aggregate', data=[{'a': 1}, {'a': 2}], parameters={'metrics': [{'field': 'a', 'op': 'sum'}]})['result']", `[{"sum_a":3}]`, true},
+		{"a bad argument from code", "from codecell import read_workspace_file\ntry:\n    read_workspace_file(path='/etc/passwd')\nexcept ValueError as e:\n    result = 'path' in str(e)", `true`, true},
+		{"search from code finds codecell's own", "from codecell import search_tools\n[t['name'] for t in search_tools('save a reusable skill', limit=3)][:1]", `["codecell.save_skill"]`, true},
+		{"search from code that finds nothing says so", "from codecell import search_tools\nr = search_tools('qqqq zzzzv')\n[len(r), 'list_tool_categories' in r.note]", `[0,true]`, true},
 		{"denied tool", "from servers.everything import get_env\ntry:\n    get_env()\nexcept PermissionError as e:\n    result = 'denied: ' + str(e)", `"denied: policy denies calling everything.get_env"`, true},
 	}
 	for _, tt := range tests {
@@ -204,10 +211,12 @@ func TestUpstreamToolsFromCode(t *testing.T) {
 			if tt.result != "" && string(got) != tt.result {
 				t.Fatalf("result %s, want %s", got, tt.result)
 			}
-			if out.ToolCalls.Count == 0 && !strings.Contains(tt.code, "search_tools") {
+			if toolCalls(out) == 0 && !strings.Contains(tt.code, "from codecell import") {
 				t.Errorf("no tool calls recorded")
 			}
-			t.Logf("result %s; %d tool calls; %d result bytes", got, out.ToolCalls.Count, out.ContextSavings.ToolResultBytes)
+			if out.ContextSavings != nil {
+				t.Logf("result %s; %d tool calls; %d result bytes", got, toolCalls(out), out.ContextSavings.ToolResultBytes)
+			}
 		})
 	}
 	t.Run("file written through the upstream is on disk", func(t *testing.T) {
@@ -245,8 +254,8 @@ result = [threads, time.monotonic() - t0]
 			t.Fatalf("%+v", out.Error)
 		}
 		times, _ := out.Result.([]any)
-		if len(times) != 2 || out.ToolCalls.Count != 20 {
-			t.Fatalf("result %v, %d calls", out.Result, out.ToolCalls.Count)
+		if len(times) != 2 || toolCalls(out) != 20 {
+			t.Fatalf("result %v, %d calls", out.Result, toolCalls(out))
 		}
 		for i, how := range []string{"threads", "asyncio"} {
 			took := times[i].(float64)
@@ -295,8 +304,8 @@ func TestToolCallLimit(t *testing.T) {
 	if out.OK || out.Error == nil || out.Error.Type != "ToolCallLimit" {
 		t.Fatalf("want ToolCallLimit, got %+v", out.Error)
 	}
-	if out.ToolCalls.Count != 3 {
-		t.Errorf("%d calls recorded, want the 3 allowed", out.ToolCalls.Count)
+	if toolCalls(out) != 3 {
+		t.Errorf("%d calls recorded, want the 3 allowed", toolCalls(out))
 	}
 }
 
@@ -395,4 +404,13 @@ func TestDiscoveryTools(t *testing.T) {
 	if err != nil || !res.IsError || !strings.Contains(textOf(res), "name") {
 		t.Fatalf("unknown tool: %v %v", err, textOf(res))
 	}
+}
+
+// toolCalls is how many tool calls an execution made: the answer leaves
+// tool_calls out when there were none.
+func toolCalls(out server.ExecuteCodeOutput) int {
+	if out.ToolCalls == nil {
+		return 0
+	}
+	return out.ToolCalls.Count
 }

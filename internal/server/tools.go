@@ -73,6 +73,11 @@ func portable(s *jsonschema.Schema, output bool) {
 		}
 		portable(sub, output)
 	})
+	if !output && s.AdditionalProperties != nil && isUnconstrained(s.AdditionalProperties) {
+		// A Go map in an input: "additionalProperties": true says what its
+		// absence says, in tokens every conversation pays for.
+		s.AdditionalProperties = nil
+	}
 	if output && s.Type == "object" && s.Properties == nil && s.AdditionalProperties != nil {
 		// A Go map, which encodes as null when nil.
 		s.Types, s.Type = []string{"null", "object"}, ""

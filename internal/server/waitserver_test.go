@@ -174,8 +174,8 @@ func TestImportWaitsForStartingServer(t *testing.T) {
 		if !out.OK || out.Result != "waited" {
 			t.Fatalf("import of a starting server: %+v %+v", out.Error, out.Result)
 		}
-		if out.ToolCalls.Count != 1 {
-			t.Errorf("%d tool calls, want 1", out.ToolCalls.Count)
+		if out.ToolCalls == nil || out.ToolCalls.Count != 1 {
+			t.Errorf("tool calls %+v, want 1", out.ToolCalls)
 		}
 	})
 
