@@ -348,19 +348,24 @@ func TestDiscoveryTools(t *testing.T) {
 	requireProduction(t)
 	cfg := fmt.Sprintf(`{"mcpServers": {"fake": {"command": %q}}, "sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 1}}`, fakeUpstream(t))
 	cs := connectStdio(t, cfg)
+	// The upstream connects in the background: wait for its tools.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"server": "fake", "limit": 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fake upstream did not connect: %s", textOf(res))
+		}
+	}
 	search := func(args map[string]any) (*mcp.CallToolResult, map[string]any) {
 		t.Helper()
-		var res *mcp.CallToolResult
-		var err error
-		// The upstream connects in the background: wait for its tools.
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: args})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.IsError || !strings.Contains(textOf(res), "(0 of 0)") || time.Now().After(deadline) {
-				break
-			}
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: args})
+		if err != nil {
+			t.Fatal(err)
 		}
 		var out map[string]any
 		raw, _ := json.Marshal(res.StructuredContent)
@@ -386,7 +391,7 @@ func TestDiscoveryTools(t *testing.T) {
 	if e := first(out); e["original_name"] != "add-numbers" || e["input_schema"] == nil || !strings.Contains(e["source"].(string), "def add_numbers(") {
 		t.Fatalf("full: %v", e)
 	}
-	_, out = search(map[string]any{"query": "", "limit": 2, "offset": 2})
+	_, out = search(map[string]any{"query": "", "server": "fake", "limit": 2, "offset": 2})
 	if out["total"].(float64) != 9 || len(out["tools"].([]any)) != 2 {
 		t.Fatalf("paged listing: %v", out)
 	}
