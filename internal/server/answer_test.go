@@ -110,6 +110,9 @@ func TestAnswerBudget(t *testing.T) {
 			if link == nil || link.URI != "file:///workspace/"+out.OutputFile {
 				t.Errorf("no resource link to %s: %+v", out.OutputFile, res.Content)
 			}
+			if len(out.Files) != 0 || len(res.Content) != 2 {
+				t.Errorf("the output file is also among the files: %v, %d contents", out.Files, len(res.Content))
+			}
 			// The text is a rendering within the budget, not the JSON of
 			// the structured content.
 			raw, _ := json.Marshal(res.StructuredContent)

@@ -384,6 +384,9 @@ func (w *fileWatch) report(ctx context.Context, out *ExecuteCodeOutput, text str
 		if err != nil {
 			return nil, err
 		}
+		if shown == out.OutputFile {
+			continue // the answer's own output file, linked on its own
+		}
 		out.Files = append(out.Files, shown)
 		link := &mcp.ResourceLink{URI: fileURI(shown), Name: shown, MIMEType: mime.TypeByExtension(path.Ext(p))}
 		if size, ok := after.Size(p); ok {
