@@ -44,6 +44,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	mdFile := fs.String("markdown", "", "also write the table as Markdown to FILE")
 	jsonFile := fs.String("json", "", "also write the figures as JSON to FILE")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the in-process figures) to FILE")
+	npmModules := fs.String("npm", filepath.Join("testdata", "npm", "node_modules"), "node_modules with the npm MCP servers of the fourth context-efficiency scenario; missing skips it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -71,8 +72,18 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer stopScenarios()
+	upstreams := bench.MCPServers(urls)
+	npm, err := bench.NewNPMServers(*npmModules, filepath.Join(root, "npm"))
+	if err != nil {
+		fmt.Fprintf(g.stderr, "codecell bench: the npm scenario will not run: %v\n", err)
+		npm = nil
+	} else {
+		for name, entry := range npm.MCPServers() {
+			upstreams[name] = entry
+		}
+	}
 	cfg := map[string]any{
-		"mcpServers": bench.MCPServers(urls),
+		"mcpServers": upstreams,
 		"sandbox":    map[string]any{"isolation": "production", "pool": max(*conc, 4), "timeout": "120s"},
 	}
 	cfgPath := filepath.Join(root, "config.json")
@@ -193,7 +204,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		figs = append(figs, f)
 	}
 
-	ctxFigs, err := contextEfficiency(ctx, cs, scenarios)
+	ctxFigs, err := contextEfficiency(ctx, cs, scenarios, npm)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "codecell bench: context efficiency: %v\n", err)
 	}

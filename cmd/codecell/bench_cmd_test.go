@@ -17,7 +17,8 @@ func TestBenchCommand(t *testing.T) {
 	requireProduction(t)
 	dir := t.TempDir()
 	jsonFile, mdFile := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.md")
-	out, code := runCLI(t, "bench", "--n", "30", "--duration", "1s", "--tool-calls", "300", "--json", jsonFile, "--markdown", mdFile)
+	out, code := runCLI(t, "bench", "--n", "30", "--duration", "1s", "--tool-calls", "300", "--json", jsonFile, "--markdown", mdFile,
+		"--npm", filepath.Join("..", "..", "testdata", "npm", "node_modules"))
 	if code != 0 {
 		t.Fatalf("bench exit %d:\n%s", code, out)
 	}
@@ -27,7 +28,7 @@ func TestBenchCommand(t *testing.T) {
 		t.Fatalf("bench JSON: %v\n%s", err, b)
 	}
 	want := []string{"latency p50", "latency p99", "bare python3", "throughput at concurrency 8", "tool calls per second",
-		"idle server RSS", "per warm sandbox", "document-move", "table-filter", "cross-server-join"}
+		"idle server RSS", "per warm sandbox", "document-move", "table-filter", "cross-server-join", "npm-file-to-memory"}
 	for _, w := range want {
 		found := false
 		for _, f := range figs {

@@ -65,8 +65,16 @@ func unmountBelow(dir string) {
 }
 
 // testDirs makes a config file and a data dir reachable by the sandbox user.
+// A config that names no toolsets gets every one: these tests call every
+// tool, and the lean default has tests of its own (lean_test.go).
 func testDirs(t testing.TB, cfg string) (cfgPath, dataDir string) {
 	t.Helper()
+	var m map[string]any
+	if json.Unmarshal([]byte(cfg), &m) == nil && m != nil && m["toolsets"] == nil {
+		m["toolsets"] = []string{"all"}
+		raw, _ := json.Marshal(m)
+		cfg = string(raw)
+	}
 	root := t.TempDir()
 	// Before the directory goes: a server killed (kill -9) leaves its
 	// workspace images mounted, for the next server on the data dir.

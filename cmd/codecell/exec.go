@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -84,6 +85,12 @@ func runExec(ctx context.Context, g *globals, args []string) error {
 				b, _ := json.Marshal(out.Result)
 				fmt.Fprintln(g.stdout, string(b))
 			}
+		}
+		if out.OutputFile != "" {
+			// The answer budget is for a model's context; the terminal
+			// gets told where the whole output is.
+			fmt.Fprintf(g.stderr, "[codecell: the output was cut to the answer budget (sandbox.answerBudget); the whole output is in %s]\n",
+				filepath.Join(a.server.Workspace(server.DefaultNamespace), out.OutputFile))
 		}
 		if out.Error != nil && (out.Error.Traceback != "" || out.Error.Type != "SystemExit") {
 			io.WriteString(g.stderr, server.ErrorText(out.Error))

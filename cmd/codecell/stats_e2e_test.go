@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -67,8 +68,16 @@ func TestExecutionStatsE2E(t *testing.T) {
 		}
 		// The log keeps whole milliseconds of the microseconds reported.
 		ms = append(ms, int64(math.Round(out.DurationMS*1000))/1000)
-		kept += out.ContextSavings.ToolResultBytes
-		returned += out.ContextSavings.ReturnedBytes
+		if out.ContextSavings != nil { // shown after tool calls only
+			kept += out.ContextSavings.ToolResultBytes
+			returned += out.ContextSavings.ReturnedBytes
+		} else {
+			returned += int64(len(out.Stdout) + len(out.Stderr))
+			if out.Result != nil {
+				b, _ := json.Marshal(out.Result)
+				returned += int64(len(b))
+			}
+		}
 	}
 	if kept < 5000 {
 		t.Fatalf("tool results of %d bytes: the echo of 5000 should count", kept)

@@ -78,6 +78,9 @@ func runTools(ctx context.Context, g *globals, args []string) error {
 			fmt.Fprintf(&b, "%s\n    %s\n    %s\n", e.Name, e.Signature, e.Summary)
 		}
 		fmt.Fprintf(&b, "(%d of %d)\n", len(out.Tools), out.Total)
+		if out.Note != "" {
+			b.WriteString(out.Note + "\n")
+		}
 		return print(out, b.String())
 	case "show":
 		if len(positional) != 1 {

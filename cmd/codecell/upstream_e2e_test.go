@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/server"
 )
 
 // npmServer returns the entry point of an npm MCP server installed by
@@ -198,6 +200,11 @@ func TestUpstreamToolsFromCode(t *testing.T) {
 		{"memory graph", "from servers.memory import create_entities, read_graph\ncreate_entities(entities=[{'name': 'Ada', 'entityType': 'person', 'observations': ['wrote code']}])\n[e['name'] for e in read_graph()['entities']]", `["Ada"]`, true},
 		{"readable API tree", "import os\nfrom servers.fake import echo\nresult = ['echo.py' in os.listdir('/codecell/gen/servers/fake'), 'fake.add_numbers' in open('/codecell/gen/servers/INDEX.md').read(), echo(text='x')]", `[true,true,"x"]`, true},
 		{"search from code", "from codecell import search_tools\n[t['name'] for t in search_tools('add two numbers', limit=3)]", "", true},
+		{"codecell's own tools from code", "from codecell import write_workspace_file, read_workspace_file, workspace\nwrite_workspace_file(path='own/a.txt', content='hi')\n[read_workspace_file(path='own/a.txt')['content'], workspace.list_workspace_files(path='own')['files'][0]['path']]", `["hi","own/a.txt"]`, true},
+		{"analysis from code", "from codecell import analysis\nanalysis.execute_analysis(analysis_type='aggregate', data=[{'a': 1}, {'a': 2}], parameters={'metrics': [{'field': 'a', 'op': 'sum'}]})['result']", `[{"sum_a":3}]`, true},
+		{"a bad argument from code", "from codecell import read_workspace_file\ntry:\n    read_workspace_file(path='/etc/passwd')\nexcept ValueError as e:\n    result = 'path' in str(e)", `true`, true},
+		{"search from code finds codecell's own", "from codecell import search_tools\n[t['name'] for t in search_tools('save a reusable skill', limit=3)][:1]", `["codecell.save_skill"]`, true},
+		{"search from code that finds nothing says so", "from codecell import search_tools\nr = search_tools('qqqq zzzzv')\n[len(r), 'list_tool_categories' in r.note]", `[0,true]`, true},
 		{"denied tool", "from servers.everything import get_env\ntry:\n    get_env()\nexcept PermissionError as e:\n    result = 'denied: ' + str(e)", `"denied: policy denies calling everything.get_env"`, true},
 	}
 	for _, tt := range tests {
@@ -210,10 +217,12 @@ func TestUpstreamToolsFromCode(t *testing.T) {
 			if tt.result != "" && string(got) != tt.result {
 				t.Fatalf("result %s, want %s", got, tt.result)
 			}
-			if out.ToolCalls.Count == 0 && !strings.Contains(tt.code, "search_tools") {
+			if toolCalls(out) == 0 && !strings.Contains(tt.code, "from codecell import") {
 				t.Errorf("no tool calls recorded")
 			}
-			t.Logf("result %s; %d tool calls; %d result bytes", got, out.ToolCalls.Count, out.ContextSavings.ToolResultBytes)
+			if out.ContextSavings != nil {
+				t.Logf("result %s; %d tool calls; %d result bytes", got, toolCalls(out), out.ContextSavings.ToolResultBytes)
+			}
 		})
 	}
 	t.Run("file written through the upstream is on disk", func(t *testing.T) {
@@ -251,8 +260,8 @@ result = [threads, time.monotonic() - t0]
 			t.Fatalf("%+v", out.Error)
 		}
 		times, _ := out.Result.([]any)
-		if len(times) != 2 || out.ToolCalls.Count != 20 {
-			t.Fatalf("result %v, %d calls", out.Result, out.ToolCalls.Count)
+		if len(times) != 2 || toolCalls(out) != 20 {
+			t.Fatalf("result %v, %d calls", out.Result, toolCalls(out))
 		}
 		for i, how := range []string{"threads", "asyncio"} {
 			took := times[i].(float64)
@@ -333,8 +342,8 @@ func TestToolCallLimit(t *testing.T) {
 	if out.OK || out.Error == nil || out.Error.Type != "ToolCallLimit" {
 		t.Fatalf("want ToolCallLimit, got %+v", out.Error)
 	}
-	if out.ToolCalls.Count != 3 {
-		t.Errorf("%d calls recorded, want the 3 allowed", out.ToolCalls.Count)
+	if toolCalls(out) != 3 {
+		t.Errorf("%d calls recorded, want the 3 allowed", toolCalls(out))
 	}
 }
 
@@ -389,19 +398,24 @@ func TestDiscoveryTools(t *testing.T) {
 	requireProduction(t)
 	cfg := fmt.Sprintf(`{"mcpServers": {"fake": {"command": %q}}, "sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 1}}`, fakeUpstream(t))
 	cs := connectStdio(t, cfg)
+	// The upstream connects in the background: wait for its tools.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"server": "fake", "limit": 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fake upstream did not connect: %s", textOf(res))
+		}
+	}
 	search := func(args map[string]any) (*mcp.CallToolResult, map[string]any) {
 		t.Helper()
-		var res *mcp.CallToolResult
-		var err error
-		// The upstream connects in the background: wait for its tools.
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: args})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.IsError || !strings.Contains(textOf(res), "(0 of 0)") || time.Now().After(deadline) {
-				break
-			}
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: args})
+		if err != nil {
+			t.Fatal(err)
 		}
 		var out map[string]any
 		raw, _ := json.Marshal(res.StructuredContent)
@@ -427,7 +441,7 @@ func TestDiscoveryTools(t *testing.T) {
 	if e := first(out); e["original_name"] != "add-numbers" || e["input_schema"] == nil || !strings.Contains(e["source"].(string), "def add_numbers(") {
 		t.Fatalf("full: %v", e)
 	}
-	_, out = search(map[string]any{"query": "", "limit": 2, "offset": 2})
+	_, out = search(map[string]any{"query": "", "server": "fake", "limit": 2, "offset": 2})
 	if out["total"].(float64) != 9 || len(out["tools"].([]any)) != 2 {
 		t.Fatalf("paged listing: %v", out)
 	}
@@ -445,4 +459,13 @@ func TestDiscoveryTools(t *testing.T) {
 	if err != nil || !res.IsError || !strings.Contains(textOf(res), "name") {
 		t.Fatalf("unknown tool: %v %v", err, textOf(res))
 	}
+}
+
+// toolCalls is how many tool calls an execution made: the answer leaves
+// tool_calls out when there were none.
+func toolCalls(out server.ExecuteCodeOutput) int {
+	if out.ToolCalls == nil {
+		return 0
+	}
+	return out.ToolCalls.Count
 }

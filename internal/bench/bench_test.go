@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -256,7 +257,7 @@ func TestDirectTranscripts(t *testing.T) {
 	s := NewServers()
 	ctx := context.Background()
 	byName := map[string]Transcript{}
-	for _, sc := range Scenarios() {
+	for _, sc := range Scenarios(s) {
 		var tr Transcript
 		if err := sc.direct(ctx, tok, s, &tr); err != nil {
 			t.Fatalf("%s: %v", sc.Name, err)
@@ -382,22 +383,13 @@ func repoRoot(t testing.TB) string {
 // end: a real codecell, with production isolation, has the scenario servers
 // as Streamable HTTP upstreams; each scenario runs in code mode through it
 // and directly against the same servers. The target applies to codecell as
-// configured by default (every toolset listed); the run with only the exec
-// and discovery toolsets shows the floor a code-mode-only set-up reaches.
-// reductionFloor is what each scenario must keep. SPEC §10 asks for 99%;
-// table-filter meets it (99.2% measured with every toolset listed).
-// document-move (94.2%) and cross-server-join (96.5%) miss it because
-// codecell's own tool list, as the model reads it, is a fixed ~3,000
-// tokens with every toolset (~1,200 with exec and discovery only) while
-// everything else in code mode is 330-990: at 99% their direct transcripts
-// would have to be over 300,000 tokens. The floors sit just under the
-// measured values so a regression fails; BENCHMARKS.md records the miss and
-// what would close it.
-var reductionFloor = map[string]float64{
-	"document-move":     0.93,
-	"table-filter":      0.99,
-	"cross-server-join": 0.95,
-}
+// configured by default (the lean list: execute_code and search_tools); the
+// run with every toolset listed shows what the full list would cost.
+//
+// Each scenario's Target is what it must keep: SPEC §10's 99% fewer
+// tokens, and for table-filter issue #17's at most 0.4% of direct calling.
+// Measured when set: document-move 99.02% (565 of 57,451 tokens, 293 of them
+// the tool list), table-filter 99.81%, cross-server-join 99.05%.
 
 func TestContextEfficiency(t *testing.T) {
 	if testing.Short() {
@@ -406,18 +398,28 @@ func TestContextEfficiency(t *testing.T) {
 	if err := sandbox.Check(context.Background(), sandbox.Production, "/usr/bin/python3"); err != nil {
 		t.Skipf("production isolation (bubblewrap) is unavailable: %v", err)
 	}
+	npm, err := NewNPMServers(filepath.Join(repoRoot(t), "testdata", "npm", "node_modules"), t.TempDir())
+	if err != nil {
+		t.Logf("the npm scenario will not run: %v", err)
+		npm = nil
+	}
 	for _, tt := range []struct {
 		name   string
 		config map[string]any
 		target bool
 	}{
 		{"default", nil, true},
-		{"toolsets=exec,discovery", map[string]any{"toolsets": []string{"exec", "discovery"}}, false},
+		{"toolsets=all", map[string]any{"toolsets": []string{"all"}}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			servers := NewServers()
-			cs := startCodecell(t, servers, tt.config)
+			cs := startCodecell(t, servers, npm, tt.config)
 			outs, err := Run(context.Background(), SessionRunner{Session: cs}, servers)
+			if npm != nil {
+				o, nerr := RunNPM(context.Background(), SessionRunner{Session: cs}, npm)
+				outs = append(outs, o)
+				err = errors.Join(err, nerr)
+			}
 			var table bytes.Buffer
 			WriteTable(&table, outs)
 			t.Logf("context efficiency, %s tokens:\n%s", Encoding, table.String())
@@ -429,10 +431,13 @@ func TestContextEfficiency(t *testing.T) {
 				for _, p := range o.Code.Parts {
 					t.Logf("  code mode %-6s %-22s %6d tokens", p.Kind, p.Label, p.Tokens)
 				}
-				if floor := reductionFloor[o.Name]; tt.target && o.Reduction < floor {
-					t.Errorf("%s: %d direct tokens, %d in code mode (%d of them codecell's tool list): %.2f%% fewer, want at least %.0f%%",
-						o.Name, o.DirectTokens, o.CodeTokens, o.Code.TokensOf("tools"), 100*o.Reduction, 100*floor)
+				if tt.target && o.Reduction < o.Target {
+					t.Errorf("%s: %d direct tokens, %d in code mode (%d of them codecell's tool list): %.2f%% fewer, want at least %.1f%%",
+						o.Name, o.DirectTokens, o.CodeTokens, o.Code.TokensOf("tools"), 100*o.Reduction, 100*o.Target)
 				}
+			}
+			if npm == nil {
+				t.Skip("the npm scenario did not run: its servers are not installed")
 			}
 		})
 	}
@@ -441,7 +446,7 @@ func TestContextEfficiency(t *testing.T) {
 // startCodecell builds codecell and starts `codecell serve` over stdio with
 // production isolation and servers as Streamable HTTP upstreams; extra is
 // merged into its config.
-func startCodecell(t *testing.T, servers *Servers, extra map[string]any) *mcp.ClientSession {
+func startCodecell(t *testing.T, servers *Servers, npm *NPMServers, extra map[string]any) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	root := t.TempDir()
@@ -462,8 +467,16 @@ func startCodecell(t *testing.T, servers *Servers, extra map[string]any) *mcp.Cl
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
+	upstreams := MCPServers(urls)
+	names := servers.Names()
+	if npm != nil {
+		for name, entry := range npm.MCPServers() {
+			upstreams[name] = entry
+		}
+		names = append(names, npm.Names()...)
+	}
 	cfg := map[string]any{
-		"mcpServers": MCPServers(urls),
+		"mcpServers": upstreams,
 		"sandbox":    map[string]any{"isolation": "production", "python": "/usr/bin/python3", "pool": 1, "timeout": "60s"},
 	}
 	for k, v := range extra {
@@ -484,7 +497,7 @@ func startCodecell(t *testing.T, servers *Servers, extra map[string]any) *mcp.Cl
 	t.Cleanup(func() { cs.Close() })
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := WaitForUpstreams(wctx, cs, servers.Names()); err != nil {
+	if err := WaitForUpstreams(wctx, cs, names); err != nil {
 		t.Fatal(err)
 	}
 	return cs

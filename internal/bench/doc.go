@@ -5,7 +5,9 @@
 // It bundles the scenario servers (team documents, file storage,
 // spreadsheets, a CRM and a support desk, 12 to 17 tools each, written with
 // the official MCP SDK and served in process or over Streamable HTTP on
-// loopback, see [NewServers]), the scenarios ([Scenarios]), and a
+// loopback, see [NewServers]), the scenarios ([Scenarios]), a fourth
+// scenario on real MCP servers from npm started with node ([NPMServers],
+// [NPMScenario]), and a
 // cl100k_base BPE tokenizer whose vocabulary is embedded, so a run needs no
 // network ([NewTokenizer]).
 //

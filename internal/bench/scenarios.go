@@ -11,14 +11,14 @@ import (
 // SavedTranscriptPath is where the document scenario saves the transcript.
 const SavedTranscriptPath = "/meetings/2025-09-12-q3-business-review.md"
 
-// Scenarios returns the bundled scenarios (SPEC §10): a long document moved
-// from one server to another, a 10,000-row table filtered to 5 rows, and a
-// join across two servers.
-func Scenarios() []Scenario {
-	return []Scenario{documentMove(), tableFilter(), crossServerJoin()}
+// Scenarios returns the bundled scenarios (SPEC §10) on servers: a long
+// document moved from one server to another, a 10,000-row table filtered to
+// 5 rows, and a join across two servers.
+func Scenarios(servers *Servers) []Scenario {
+	return []Scenario{documentMove(servers), tableFilter(), crossServerJoin()}
 }
 
-func documentMove() Scenario {
+func documentMove(s *Servers) Scenario {
 	return Scenario{
 		Name: "document-move",
 		Task: fmt.Sprintf("Save the transcript of the Q3 business review (document %s) to company storage as %s.", TranscriptID, SavedTranscriptPath),
@@ -38,7 +38,8 @@ func documentMove() Scenario {
 from servers.storage import save_document
 doc = get_document(id="` + TranscriptID + `")
 save_document(name="` + SavedTranscriptPath + `", content=doc["content"])["size_bytes"]`},
-		Check: func(s *Servers, answer any) error {
+		Target: 0.99,
+		Check: func(answer any) error {
 			want := genTranscript(TranscriptBytes)
 			got, ok := s.StoredFile(SavedTranscriptPath)
 			if !ok {
@@ -75,7 +76,9 @@ c = {k: i for i, k in enumerate(head)}
 [[r[c["customer_id"]], r[c["company"]], r[c["mrr_usd"]]] for r in rows
  if r[c["country"]] == "NO" and r[c["plan"]] == "enterprise" and r[c["status"]] == "past_due"]`,
 		},
-		Check: func(s *Servers, answer any) error {
+		// Issue #17: at most 0.4% of direct calling.
+		Target: 0.996,
+		Check: func(answer any) error {
 			var want [][]any
 			for _, c := range genCustomers() {
 				if c.Country == "NO" && c.Plan == "enterprise" && c.Status == "past_due" {
@@ -141,7 +144,8 @@ red = [a for a in accounts if a["tier"] == "strategic" and a["health"] == "red"]
 [[t["id"], t["subject"], a["name"], a["owner"]] for a in red
  for t in list_tickets(customer_id=a["account_id"], status="open", priority="urgent")["tickets"]]`,
 		},
-		Check: func(s *Servers, answer any) error {
+		Target: 0.99,
+		Check: func(answer any) error {
 			accounts, tickets := genCRM()
 			byID := map[string]Account{}
 			for _, a := range accounts {

@@ -2,9 +2,7 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,37 +43,27 @@ func (r SessionRunner) call(ctx context.Context, tool string, args map[string]an
 	return ResultText(res), nil
 }
 
-// WaitForUpstreams polls codecell's list_tool_categories until every named
-// upstream is connected, or ctx ends. Codecell connects its upstreams in the
-// background, so a search made before they are up finds nothing.
+// WaitForUpstreams polls codecell's search_tools until each named upstream
+// has tools in its catalog, or ctx ends. Codecell connects its upstreams in
+// the background, so a search made before they are up finds nothing.
+// search_tools is in every tool list (list_tool_categories is not in the
+// default one).
 func WaitForUpstreams(ctx context.Context, cs *mcp.ClientSession, names []string) error {
-	for {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_tool_categories", Arguments: map[string]any{}})
-		if err != nil {
-			return fmt.Errorf("list_tool_categories: %w", err)
-		}
-		var out struct {
-			Servers []struct {
-				Name  string `json:"name"`
-				State string `json:"state"`
-			} `json:"servers"`
-		}
-		if err := json.Unmarshal([]byte(ResultText(res)), &out); err != nil {
-			return fmt.Errorf("list_tool_categories: %w", err)
-		}
-		connected := 0
-		for _, s := range out.Servers {
-			if slices.Contains(names, s.Name) && s.State == "connected" {
-				connected++
+	for _, name := range names {
+		for {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"server": name, "detail_level": "name_only", "limit": 1}})
+			if err != nil {
+				return fmt.Errorf("search_tools: %w", err)
+			}
+			if !res.IsError {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("upstream %s not connected: %s: %w", name, ResultText(res), ctx.Err())
+			case <-time.After(100 * time.Millisecond):
 			}
 		}
-		if connected == len(names) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("upstreams not all connected: %s: %w", ResultText(res), ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
+	return nil
 }

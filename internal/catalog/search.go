@@ -11,8 +11,9 @@ import (
 // Query is a search of the catalog.
 type Query struct {
 	// Text is what the caller looks for, in words ("read a file"). Blank
-	// text lists every tool in scope, sorted by qualified name; text made only
-	// of stop words ("how do I") matches nothing.
+	// text lists every tool in scope, sorted by qualified name, the upstream
+	// tools before codecell's own (Builtin); text made only of stop words
+	// ("how do I") matches nothing.
 	Text string
 	// Server restricts the search to one server's tools; empty means all
 	// servers. An unknown server gives zero hits, not an error.
@@ -66,14 +67,17 @@ func (c *Catalog) Search(q Query) Result {
 
 	var r Result
 	if strings.TrimSpace(q.Text) == "" {
-		for i := range c.docs {
-			if server >= 0 && c.docs[i].server != server {
-				continue
+		// The upstream tools by name, then codecell's own.
+		for _, builtin := range []bool{false, true} {
+			for i := range c.docs {
+				if server >= 0 && c.docs[i].server != server || c.docs[i].tool.Builtin != builtin {
+					continue
+				}
+				if r.Total >= offset && r.Total < offset+limit {
+					r.Hits = append(r.Hits, Hit{Tool: c.docs[i].tool})
+				}
+				r.Total++
 			}
-			if r.Total >= offset && r.Total < offset+limit {
-				r.Hits = append(r.Hits, Hit{Tool: c.docs[i].tool})
-			}
-			r.Total++
 		}
 		return r
 	}
@@ -130,6 +134,18 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 				// which is higher when it is the rarer word ("document"
 				// for "file"). A word no tool uses is rarer than any.
 				w := synonymWeight
+				if sidf, _ := c.index.idf(s); known && idf < sidf {
+					w *= idf / sidf
+				}
+				alts = append(alts, []weighted{{id, w}})
+				synonym = append(synonym, id)
+			}
+			for _, s := range related[t] {
+				id, ok := c.index.ids[s]
+				if !ok || slices.ContainsFunc(alts, func(a []weighted) bool { return len(a) == 1 && a[0].term == id }) {
+					continue
+				}
+				w := relatedWeight
 				if sidf, _ := c.index.idf(s); known && idf < sidf {
 					w *= idf / sidf
 				}
@@ -267,6 +283,9 @@ func (c *Catalog) rank(text string, server int32, top int) ([]scored, int) {
 		if d.deprecated {
 			s *= deprecatedFactor
 		}
+		if d.tool.Builtin {
+			s *= builtinFactor
+		}
 		sel.add(scored{i, s})
 		sc.score[i], sc.matched[i] = 0, 0
 	}
@@ -357,6 +376,7 @@ const (
 	queryCoverageWeight = 0.5  // score × (1 - w + w × share of the query's words matched)
 	serverFitBonus      = 0.5  // score × (1 + bonus × the server's fit, from 0 to 1)
 	deprecatedFactor    = 0.75 // a deprecated tool yields to its replacement
+	builtinFactor       = 0.8  // codecell's own tool yields to an upstream one that fits as well
 )
 
 // The fields of a tool that the index reads.

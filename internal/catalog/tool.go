@@ -13,6 +13,11 @@ type Tool struct {
 	Description  string          // the tool's description, may be empty
 	InputSchema  json.RawMessage // JSON Schema of the arguments (an object schema); may be empty
 	OutputSchema json.RawMessage // JSON Schema of the structured result; may be empty
+	// Builtin marks one of codecell's own tools, which code imports from
+	// the codecell package rather than from servers. It ranks after an
+	// upstream tool that matches a search as well: the user connected that
+	// server for a reason.
+	Builtin bool
 }
 
 // QualifiedName is the tool's name the way code imports it: "module.ident",

@@ -23,8 +23,19 @@ type Config struct {
 	PII        PII
 	HTTP       HTTP
 	Sessions   Sessions
-	Toolsets   []string // expanded: never contains "all"; default = all toolsets, in the order of AllToolsets
+	Toolsets   []string // expanded: never contains "all"; default DefaultToolsets (the lean code-mode surface)
 }
+
+// ReservedServer is the name no upstream server may have: search_tools
+// names codecell's own tools "codecell.<tool>", as code imports them (from
+// codecell import <tool>).
+const ReservedServer = "codecell"
+
+// Bounds of Sandbox.AnswerBudget, in characters.
+const (
+	DefaultAnswerBudget = 20_000
+	MinAnswerBudget     = 1_000
+)
 
 // Server is one upstream MCP server. Exactly one of Command (a stdio server
 // codecell spawns) and URL (a remote server) is set. Besides "transport", the
@@ -74,9 +85,16 @@ type Sandbox struct {
 	WorkspaceImages string
 	MaxToolCalls    int // tool calls per execution, default 1000, min 1
 	Pool            int // warm sandboxes, default 4, 0..64
-	Network         Network
-	Wheelhouse      string // optional absolute dir of wheels for install_dependencies; "" = none
-	IndexURL        string // JSON "indexUrl": the package index install_dependencies uses; "" = pip's default
+	// AnswerBudget is the most characters of stdout, stderr and result
+	// together that one execution returns to the model: past it each
+	// keeps its head and tail with the cut marked, and the whole output
+	// goes to a workspace file the result links to. JSON "answerBudget",
+	// default DefaultAnswerBudget, at least MinAnswerBudget; 0 turns the
+	// budget off, leaving only the output limit.
+	AnswerBudget int
+	Network      Network
+	Wheelhouse   string // optional absolute dir of wheels for install_dependencies; "" = none
+	IndexURL     string // JSON "indexUrl": the package index install_dependencies uses; "" = pip's default
 	// IndexURLs (JSON "indexUrls") are the other indexes a call's index_url
 	// may name; none by default.
 	IndexURLs []string
@@ -163,13 +181,14 @@ func Default() *Config {
 			WorkspaceImages:  "auto",
 			MaxToolCalls:     1000,
 			Pool:             4,
+			AnswerBudget:     DefaultAnswerBudget,
 			Network:          Network{Mode: "none"},
 		},
 		Policy:   Policy{Allow: []string{"*"}},
 		PII:      PII{Mode: "tokenize"},
 		HTTP:     HTTP{Tokens: map[string]string{}},
 		Sessions: Sessions{IdleTimeout: 30 * time.Minute, MaxPerNamespace: 8},
-		Toolsets: append([]string(nil), AllToolsets...),
+		Toolsets: append([]string(nil), DefaultToolsets...),
 	}
 }
 

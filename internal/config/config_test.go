@@ -71,7 +71,8 @@ func TestDefault(t *testing.T) {
 		{"tokens", len(c.HTTP.Tokens), 0},
 		{"idleTimeout", c.Sessions.IdleTimeout, 30 * time.Minute},
 		{"maxPerNamespace", c.Sessions.MaxPerNamespace, 8},
-		{"toolsets", c.Toolsets, AllToolsets},
+		{"toolsets", c.Toolsets, []string{"default"}},
+		{"answerBudget", c.Sandbox.AnswerBudget, 20_000},
 	}
 	for _, tc := range checks {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,7 +85,7 @@ func TestDefault(t *testing.T) {
 		t.Errorf("Default().Validate() = %v", err)
 	}
 	c.Toolsets[0] = "changed"
-	if Default().Toolsets[0] != "exec" || AllToolsets[0] != "exec" {
+	if Default().Toolsets[0] != "default" || DefaultToolsets[0] != "default" {
 		t.Error("Default shares its Toolsets slice")
 	}
 }
@@ -181,7 +182,7 @@ func TestParseFull(t *testing.T) {
   "sandbox": {
     "isolation": "hardened", "python": "/opt/py/bin/python3", "timeout": 10, "maxTimeout": "10m",
     "memory": 1073741824, "pids": 128, "cpuTime": "2m", "output": "64KiB", "fileSize": "10MB",
-    "openFiles": 1024, "tmpSize": "1.5GiB", "workspaceQuota": "2 GiB", "workspaceEntries": 5000, "workspaceImages": "off", "maxToolCalls": 50, "pool": 0,
+    "openFiles": 1024, "tmpSize": "1.5GiB", "workspaceQuota": "2 GiB", "workspaceEntries": 5000, "workspaceImages": "off", "maxToolCalls": 50, "pool": 0, "answerBudget": 5000,
     "network": {"mode": "allowlist", "allow": ["PyPI.org", "*.pythonhosted.org"]},
     "wheelhouse": "/var/wheels"
   },
@@ -219,7 +220,7 @@ func TestParseFull(t *testing.T) {
 		Sandbox: Sandbox{
 			Isolation: "hardened", Python: "/opt/py/bin/python3", Timeout: 10 * time.Second, MaxTimeout: 10 * time.Minute,
 			Memory: 1 << 30, Pids: 128, CPUTime: 2 * time.Minute, Output: 64 << 10, FileSize: 10_000_000,
-			OpenFiles: 1024, TmpSize: 3 << 29, WorkspaceQuota: 2 << 30, WorkspaceEntries: 5000, WorkspaceImages: "off", MaxToolCalls: 50, Pool: 0,
+			OpenFiles: 1024, TmpSize: 3 << 29, WorkspaceQuota: 2 << 30, WorkspaceEntries: 5000, WorkspaceImages: "off", MaxToolCalls: 50, Pool: 0, AnswerBudget: 5000,
 			Network:    Network{Mode: "allowlist", Allow: []string{"pypi.org", "*.pythonhosted.org"}},
 			Wheelhouse: "/var/wheels",
 		},
@@ -317,6 +318,8 @@ func TestParseErrors(t *testing.T) {
 		{"pids below minimum", `{"sandbox": {"pids": 2}}`, nil, []want{{"sandbox.pids", "2 is below the minimum 4"}}},
 		{"openFiles below minimum", `{"sandbox": {"openFiles": 8}}`, nil, []want{{"sandbox.openFiles", "below the minimum 16"}}},
 		{"maxToolCalls zero", `{"sandbox": {"maxToolCalls": 0}}`, nil, []want{{"sandbox.maxToolCalls", "below the minimum 1"}}},
+		{"answerBudget too small", `{"sandbox": {"answerBudget": 10}}`, nil, []want{{"sandbox.answerBudget", "below the minimum 1000"}}},
+		{"reserved server name", `{"mcpServers": {"codecell": {"command": "x"}}}`, nil, []want{{"mcpServers.codecell", "reserved"}}},
 		{"pool too large", `{"sandbox": {"pool": 65}}`, nil, []want{{"sandbox.pool", "65 is above the maximum 64"}}},
 		{"pool negative", `{"sandbox": {"pool": -1}}`, nil, []want{{"sandbox.pool", "below the minimum 0"}}},
 		{"bad network mode", `{"sandbox": {"network": {"mode": "open"}}}`, nil, []want{{"sandbox.network.mode", `"open" is not a network mode`}}},
@@ -664,6 +667,7 @@ func TestToolsets(t *testing.T) {
 		{"ordered and deduplicated", []string{"stats", "exec", "stats"}, []string{"exec", "stats"}, ""},
 		{"all with others", []string{"privacy", "all"}, AllToolsets, ""},
 		{"flag spacing", []string{" exec", "discovery ", ""}, []string{"exec", "discovery"}, ""},
+		{"lean first", []string{"workspace", "default"}, []string{"default", "workspace"}, ""},
 		{"unknown", []string{"exec", "shell"}, nil, `unknown toolset "shell"`},
 		{"case matters", []string{"Exec"}, nil, `unknown toolset "Exec"`},
 		{"empty", []string{""}, nil, "no toolsets"},

@@ -588,6 +588,7 @@ func (d *decoder) sandbox(v *value, path string, s *Sandbox) {
 		"workspaceImages":      d.setStr(&s.WorkspaceImages),
 		"maxToolCalls":         d.setInt(&s.MaxToolCalls),
 		"pool":                 d.setInt(&s.Pool),
+		"answerBudget":         d.setInt(&s.AnswerBudget),
 		"wheelhouse":           d.setStr(&s.Wheelhouse),
 		"indexUrl":             d.setStr(&s.IndexURL),
 		"externalEnvironments": d.setStrs(&s.ExternalEnvironments),

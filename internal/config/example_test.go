@@ -22,7 +22,7 @@ func ExampleParse() {
 		return
 	}
 	fmt.Println(c.MCPServers["github"].Transport, config.FormatSize(c.Sandbox.Memory), c.Sandbox.Timeout, c.Toolsets[0])
-	// Output: streamable-http 1GiB 10s exec
+	// Output: streamable-http 1GiB 10s default
 }
 
 func ExampleParse_errors() {

@@ -94,6 +94,9 @@ func (k *checker) server(name string, s Server) {
 	if !serverNameRE.MatchString(name) {
 		k.addf(p, "%q is not a valid server name: use letters, digits, _ and -, starting with a letter or digit", name)
 	}
+	if name == ReservedServer {
+		k.addf(p, "%q is reserved for codecell's own tools (from codecell import ...); give the server another name", name)
+	}
 	if s.Name != name {
 		k.addf(p, "Name %q differs from the server's key", s.Name)
 	}
@@ -197,6 +200,9 @@ func (k *checker) sandbox(s *Sandbox) {
 	k.between(p+".openFiles", s.OpenFiles, 16, -1)
 	k.between(p+".maxToolCalls", s.MaxToolCalls, 1, -1)
 	k.between(p+".pool", s.Pool, 0, 64)
+	if s.AnswerBudget != 0 {
+		k.between(p+".answerBudget", s.AnswerBudget, MinAnswerBudget, -1)
+	}
 	switch s.Network.Mode {
 	case "none":
 		if len(s.Network.Allow) > 0 {
@@ -350,8 +356,8 @@ func (k *checker) toolsets(list []string) {
 	seen := map[string]bool{}
 	for i, t := range list {
 		switch {
-		case !slices.Contains(AllToolsets, t):
-			k.addf(index("toolsets", i), "%q is not a toolset (want one of %s)", t, strings.Join(AllToolsets, ", "))
+		case !slices.Contains(knownToolsets, t):
+			k.addf(index("toolsets", i), "%q is not a toolset (want one of %s)", t, strings.Join(knownToolsets, ", "))
 		case seen[t]:
 			k.addf(index("toolsets", i), "%q is listed twice", t)
 		}

@@ -205,7 +205,7 @@ func TestOverHTTP(t *testing.T) {
 		b, _ := json.Marshal(res.StructuredContent)
 		var tool server.SearchToolsOutput
 		json.Unmarshal(b, &tool)
-		if rest.Total != 1 || rest.Tools[0].Name != "docs.get_page" || !reflect.DeepEqual(rest, tool) {
+		if rest.Total < 1 || rest.Tools[0].Name != "docs.get_page" || !reflect.DeepEqual(rest, tool) {
 			t.Errorf("REST %+v\ntool %+v", rest, tool)
 		}
 		if code := getJSON("tok-bob", "/api/v1/tools/search?detail_level=most", nil); code != 400 {

@@ -104,3 +104,9 @@ func contentHash() (string, error) {
 	})
 	return hex.EncodeToString(h.Sum(nil)), err
 }
+
+// File returns one of the embedded Python files by its path in the
+// installed directory ("codecell/__init__.py").
+func File(name string) ([]byte, error) {
+	return files.ReadFile("python/" + name)
+}

@@ -44,7 +44,7 @@ type AnalysisStats struct {
 var analysisLimits = analysis.Limits{}
 
 func (s *Server) addAnalysisTools() {
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "analysis", &mcp.Tool{
 		Name:        "execute_analysis",
 		Title:       "Filter, aggregate, transform or validate rows",
 		Description: "Run a filter, aggregation, transformation or validation over rows of JSON objects given inline or read from a workspace file (JSON, JSON Lines or CSV), natively and without writing code. Returns {result, stats: {rows_in, rows_out}}.",

@@ -20,7 +20,7 @@ import (
 // tools, and returns it with the server's workspace directory (created).
 func analysisClient(t *testing.T) (*mcp.ClientSession, string) {
 	t.Helper()
-	s, err := New(Options{Config: config.Default(), Executor: fakeExecutor{}, DataDir: t.TempDir()})
+	s, err := New(Options{Config: allTools(config.Default()), Executor: fakeExecutor{}, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

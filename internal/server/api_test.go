@@ -209,7 +209,7 @@ func TestAPIReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec := &closableExecutor{}
-	s, err := New(Options{Config: config.Default(), Executor: exec, Store: st, DataDir: t.TempDir()})
+	s, err := New(Options{Config: allTools(config.Default()), Executor: exec, Store: st, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

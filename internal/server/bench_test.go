@@ -23,7 +23,7 @@ func (fakeExecutor) Level() sandbox.Level { return sandbox.Production }
 // (schemas, JSON, the SDK), over in-memory transports with an instant
 // executor.
 func BenchmarkExecuteCodeMCP(b *testing.B) {
-	s, err := New(Options{Config: config.Default(), Executor: fakeExecutor{}, DataDir: b.TempDir()})
+	s, err := New(Options{Config: allTools(config.Default()), Executor: fakeExecutor{}, DataDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

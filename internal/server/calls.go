@@ -49,6 +49,8 @@ func (e *execCalls) HandleCall(ctx context.Context, method string, params json.R
 			return nil, &sandbox.CallError{Kind: "ValueError", Message: "a tool call needs a server and a tool"}
 		}
 		return e.callTool(ctx, p)
+	case "codecell":
+		return e.callBuiltin(ctx, params)
 	case "search_tools":
 		var in SearchToolsInput
 		if err := json.Unmarshal(params, &in); err != nil {
@@ -58,7 +60,7 @@ func (e *execCalls) HandleCall(ctx context.Context, method string, params json.R
 		if err != nil {
 			return nil, &sandbox.CallError{Kind: "ValueError", Message: err.Error()}
 		}
-		return out.Tools, nil
+		return out, nil
 	case "get_tool_definition":
 		var in GetToolDefinitionInput
 		if err := json.Unmarshal(params, &in); err != nil {
@@ -121,7 +123,7 @@ func (e *execCalls) callTool(ctx context.Context, p toolCallParams) (_ any, err 
 		e.resultBytes += int64(bytes)
 		e.mu.Unlock()
 	}
-	if !ok {
+	if !ok || t.Builtin {
 		record(false, 0)
 		return nil, toolErr(fmt.Sprintf("no tool %s is known (search_tools lists them)", name))
 	}

@@ -60,22 +60,22 @@ type ExecuteCodeFileInput struct {
 // addCodeFileTools adds the code-file tools of SPEC §4.2 (part of the exec
 // toolset): files built up call by call, then run like execute_code.
 func (s *Server) addCodeFileTools() {
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "exec", &mcp.Tool{
 		Name:        "initialize_code_file",
 		Title:       "Start a Python file",
 		Description: "Create a .py file in the workspace and return its path; build it up with append_to_code_file, run it with execute_code_file.",
 	}, s.initializeCodeFile)
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "exec", &mcp.Tool{
 		Name:        "append_to_code_file",
 		Title:       "Add to a Python file",
 		Description: "Append code to a code file.",
 	}, s.appendToCodeFile)
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "exec", &mcp.Tool{
 		Name:        "read_code_file",
 		Title:       "Read a Python file",
 		Description: "Return a code file's source.",
 	}, s.readCodeFile)
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "exec", &mcp.Tool{
 		Name:        "execute_code_file",
 		Title:       "Run a Python file",
 		Description: "Run a workspace .py file in the sandbox, as execute_code runs code, with args as sys.argv[1:].",

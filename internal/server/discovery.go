@@ -23,11 +23,11 @@ const (
 
 // SearchToolsInput is the input of search_tools.
 type SearchToolsInput struct {
-	Query       string `json:"query,omitempty" jsonschema:"What the tool should do, in words; empty lists every tool, paged."`
-	Server      string `json:"server,omitempty" jsonschema:"Only tools of this server."`
-	DetailLevel string `json:"detail_level,omitempty" jsonschema:"name_only, summary (default: adds the first sentence and the Python signature) or full (adds schemas and generated source)."`
-	Limit       int    `json:"limit,omitempty" jsonschema:"How many results, 1 to 100; default 10."`
-	Offset      int    `json:"offset,omitempty" jsonschema:"Results to skip, for paging."`
+	Query       string `json:"query,omitempty" jsonschema:"What the tool does; empty lists all."`
+	Server      string `json:"server,omitempty" jsonschema:"Only this server's tools."`
+	DetailLevel string `json:"detail_level,omitempty" jsonschema:"name_only, summary (default) or full."`
+	Limit       int    `json:"limit,omitempty" jsonschema:"Default 10."`
+	Offset      int    `json:"offset,omitempty" jsonschema:"For paging."`
 }
 
 // ToolEntry is one tool in discovery results; fields beyond name depend on
@@ -49,6 +49,9 @@ type ToolEntry struct {
 type SearchToolsOutput struct {
 	Total int         `json:"total" jsonschema:"How many tools match in all."`
 	Tools []ToolEntry `json:"tools"`
+	// Note says why the tools are what they are when the search matched
+	// none: the nearest by spelling, or none at all, and where to look.
+	Note string `json:"note,omitempty"`
 }
 
 // GetToolDefinitionInput is the input of get_tool_definition.
@@ -63,13 +66,21 @@ type CategoriesOutput struct {
 	// looked for one: a host that starts codecell elsewhere than the user
 	// expects finds none, and no servers.
 	Config string `json:"config"`
+	// Codecell is codecell's own tools that code can call.
+	Codecell BuiltinCategory `json:"codecell"`
+}
+
+// BuiltinCategory describes codecell's own tools in list_tool_categories.
+type BuiltinCategory struct {
+	Tools int    `json:"tool_count"`
+	Use   string `json:"use"`
 }
 
 func (s *Server) addDiscoveryTools() {
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "discovery", &mcp.Tool{
 		Name:        "search_tools",
 		Title:       "Search upstream tools",
-		Description: "Find tools of the connected MCP servers by what they do. Call them from execute_code: from servers.<server> import <tool>.",
+		Description: "Find tools by what they do: the MCP servers' tools and codecell's own (from codecell import ...).",
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in SearchToolsInput) (*mcp.CallToolResult, SearchToolsOutput, error) {
 		out, err := s.searchTools(in)
 		if err != nil {
@@ -77,7 +88,7 @@ func (s *Server) addDiscoveryTools() {
 		}
 		return textResult(renderSearch(out)), out, nil
 	})
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "discovery", &mcp.Tool{
 		Name:        "get_tool_definition",
 		Title:       "Get one tool's definition",
 		Description: "The full definition of one upstream tool: description, schemas and its generated Python source.",
@@ -88,29 +99,48 @@ func (s *Server) addDiscoveryTools() {
 		}
 		return textResult(e.Source), e, nil
 	})
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "discovery", &mcp.Tool{
 		Name:        "list_tool_categories",
 		Title:       "List upstream servers",
 		Description: "Each upstream MCP server with its tool count, connection state and what it is for.",
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, CategoriesOutput, error) {
-		out := CategoriesOutput{Servers: s.up.Statuses(), Config: s.cfg.Source()}
-		var b strings.Builder
-		for _, st := range out.Servers {
-			fmt.Fprintf(&b, "%s: %s, %d tools", st.Name, st.State, st.Tools)
-			if st.Error != "" {
-				fmt.Fprintf(&b, " (%s)", st.Error)
-			}
-			if st.Instructions != "" {
-				fmt.Fprintf(&b, " - %s", st.Instructions)
-			}
-			b.WriteString("\n")
-		}
-		if b.Len() == 0 {
-			b.WriteString("no upstream servers are configured\n")
-		}
-		fmt.Fprintf(&b, "config: %s\n", out.Config)
-		return textResult(b.String()), out, nil
+		out := s.categories()
+		return textResult(renderCategories(out)), out, nil
 	})
+}
+
+// categories is list_tool_categories.
+func (s *Server) categories() CategoriesOutput {
+	n := 0
+	for _, t := range s.tools.catalog().Tools() {
+		if t.Builtin {
+			n++
+		}
+	}
+	return CategoriesOutput{Servers: s.up.Statuses(), Config: s.cfg.Source(), Codecell: BuiltinCategory{
+		Tools: n,
+		Use:   "codecell's own tools (workspace, skills, code files, analysis, environments, stats, privacy): from codecell import <tool>; search_tools finds them as codecell.<tool>",
+	}}
+}
+
+func renderCategories(out CategoriesOutput) string {
+	var b strings.Builder
+	for _, st := range out.Servers {
+		fmt.Fprintf(&b, "%s: %s, %d tools", st.Name, st.State, st.Tools)
+		if st.Error != "" {
+			fmt.Fprintf(&b, " (%s)", st.Error)
+		}
+		if st.Instructions != "" {
+			fmt.Fprintf(&b, " - %s", st.Instructions)
+		}
+		b.WriteString("\n")
+	}
+	if b.Len() == 0 {
+		b.WriteString("no upstream servers are configured\n")
+	}
+	fmt.Fprintf(&b, "codecell: %d tools - %s\n", out.Codecell.Tools, out.Codecell.Use)
+	fmt.Fprintf(&b, "config: %s\n", out.Config)
+	return b.String()
 }
 
 // SearchTools is search_tools, for the command line and the REST API.
@@ -156,8 +186,22 @@ func (s *Server) searchTools(in SearchToolsInput) (SearchToolsOutput, error) {
 			return SearchToolsOutput{}, fieldError("server", "no connected server is named %q (list_tool_categories lists them)", in.Server)
 		}
 	}
-	res := cat.Search(catalog.Query{Text: in.Query, Server: in.Server, Limit: in.Limit, Offset: in.Offset})
-	out := SearchToolsOutput{Total: res.Total, Tools: make([]ToolEntry, 0, len(res.Hits))}
+	q := catalog.Query{Text: in.Query, Server: in.Server, Limit: in.Limit, Offset: in.Offset}
+	res := cat.Search(q)
+	note := ""
+	if res.Total == 0 && strings.TrimSpace(in.Query) != "" {
+		// Never an empty answer without a word: the nearest tools by
+		// spelling, said to be such, and where to look next.
+		res = cat.Nearest(q)
+		if res.Total > 0 {
+			note = fmt.Sprintf("No tool matches %q; these are the nearest by spelling. ", in.Query)
+		} else {
+			note = fmt.Sprintf("No tool matches %q, nor comes near it. ", in.Query)
+		}
+		note += "Try other words, or list_tool_categories for the servers and what they are for " +
+			"(from codecell import list_tool_categories in code); search_tools with an empty query lists every tool."
+	}
+	out := SearchToolsOutput{Total: res.Total, Tools: make([]ToolEntry, 0, len(res.Hits)), Note: note}
 	for _, h := range res.Hits {
 		out.Tools = append(out.Tools, s.entry(h.Tool, detail))
 	}
@@ -186,7 +230,12 @@ func (s *Server) entry(t catalog.Tool, detail string) ToolEntry {
 	if detail == detailFull {
 		e.Server, e.OriginalName, e.Description = t.Server, t.Name, t.Description
 		e.InputSchema, e.OutputSchema = decodeSchema(t.InputSchema), decodeSchema(t.OutputSchema)
-		e.Source = codegen.Source(t)
+		if t.Builtin {
+			// Not generated: the codecell package has it (codecell/_tools.py).
+			e.Source = "from codecell import " + t.Ident + "\n# " + e.Signature + "\n"
+		} else {
+			e.Source = codegen.Source(t)
+		}
 	}
 	return e
 }
@@ -207,6 +256,9 @@ func renderSearch(out SearchToolsOutput) string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "(%d of %d)\n", len(out.Tools), out.Total)
+	if out.Note != "" {
+		b.WriteString(out.Note + "\n")
+	}
 	return b.String()
 }
 

@@ -50,7 +50,7 @@ type CheckPackagesOutput struct {
 }
 
 func (s *Server) addEnvTools() {
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "env", &mcp.Tool{
 		Name:        "configure_environment",
 		Title:       "Choose the Python environment",
 		Description: "Choose the Python environment execute_code runs in: system, venv, uv or conda. Without a path, a venv or uv environment is created and managed by codecell. The choice persists.",
@@ -61,7 +61,7 @@ func (s *Server) addEnvTools() {
 		}
 		return textResult(fmt.Sprintf("environment: %s (%s)\n", c.Type, c.Python)), c, nil
 	})
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "env", &mcp.Tool{
 		Name:        "get_environment_config",
 		Title:       "Show the Python environment",
 		Description: "The Python environment execute_code runs in.",
@@ -72,7 +72,7 @@ func (s *Server) addEnvTools() {
 		}
 		return textResult(fmt.Sprintf("environment: %s (%s)\n", c.Type, c.Python)), c, nil
 	})
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "env", &mcp.Tool{
 		Name:        "install_dependencies",
 		Title:       "Install Python packages",
 		Description: "Install packages into the namespace's environment (configure a venv first), from the configured index or wheelhouse. Each entry is a PEP 508 requirement; the result says per package what happened.",
@@ -116,7 +116,7 @@ func (s *Server) addEnvTools() {
 		res.IsError = failed
 		return res, out, nil
 	})
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "env", &mcp.Tool{
 		Name:        "check_installed_packages",
 		Title:       "Check installed Python packages",
 		Description: "The installed version of each package in the namespace's environment, or that it is missing.",

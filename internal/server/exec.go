@@ -21,31 +21,48 @@ const maxCode = 1 << 20
 
 // ExecuteCodeInput is the input of execute_code.
 type ExecuteCodeInput struct {
-	Code           string         `json:"code" jsonschema:"Python source to run. The value of a top-level variable named result, else of the last expression, is returned as result. At most 1 MiB."`
-	SessionID      string         `json:"session_id,omitempty" jsonschema:"Run in a live interpreter whose globals persist between calls; an unknown id starts a new session (the result says session_started)."`
-	Context        map[string]any `json:"context,omitempty" jsonschema:"JSON values bound as global variables before the code runs; keys must be Python identifiers."`
-	TimeoutSeconds float64        `json:"timeout_seconds,omitempty" jsonschema:"Wall-clock limit in seconds, from 1 to the server's maximum; default the server's timeout."`
-	Language       string         `json:"language,omitempty" jsonschema:"Language of code; only python is supported."`
+	Code           string         `json:"code" jsonschema:"Python; returns the value of result or of the last expression."`
+	SessionID      string         `json:"session_id,omitempty" jsonschema:"Keep globals between calls with this id; a new id starts a session."`
+	Context        map[string]any `json:"context,omitempty" jsonschema:"JSON values bound as globals."`
+	TimeoutSeconds float64        `json:"timeout_seconds,omitempty" jsonschema:"Time limit in seconds."`
+	Language       string         `json:"language,omitempty" jsonschema:"Only python."`
 }
 
 // ExecuteCodeOutput is the structured result of execute_code (SPEC §4.1).
+// It is lean, as a model reads it after every execution: what is empty or
+// as expected (no output, nothing cut, no files, no tool calls) is left out;
+// result and error are always there, null when there is none.
 type ExecuteCodeOutput struct {
 	OK             bool               `json:"ok" jsonschema:"True when the code ran to the end without an error."`
-	Stdout         string             `json:"stdout" jsonschema:"Standard output, capped at the output limit."`
-	Stderr         string             `json:"stderr" jsonschema:"Standard error, capped at the output limit."`
-	Truncated      sandbox.Truncated  `json:"truncated" jsonschema:"Which streams were cut at the output limit."`
+	Stdout         string             `json:"stdout,omitempty" jsonschema:"Standard output, within the answer budget."`
+	Stderr         string             `json:"stderr,omitempty" jsonschema:"Standard error, within the answer budget."`
+	Truncated      *Truncated         `json:"truncated,omitempty" jsonschema:"Which parts were cut, at the output limit or the answer budget."`
+	OutputFile     string             `json:"output_file,omitempty" jsonschema:"When the answer budget cut the answer: the workspace file with the whole output, also a resource link."`
 	Result         any                `json:"result" jsonschema:"The value of result or of the last expression: JSON values as JSON, others as their repr."`
 	Error          *sandbox.ExecError `json:"error" jsonschema:"Null, or the error: type is the Python exception class, or Timeout, MemoryLimit, OutputLimit, ToolCallLimit, WorkspaceQuota, Killed or SandboxError."`
 	DurationMS     float64            `json:"duration_ms" jsonschema:"Wall-clock time of the execution in milliseconds."`
-	ToolCalls      ToolCalls          `json:"tool_calls" jsonschema:"Calls the code made to upstream tools."`
-	Files          []string           `json:"files" jsonschema:"Workspace files the code created or changed."`
+	ToolCalls      *ToolCalls         `json:"tool_calls,omitempty" jsonschema:"Calls the code made to upstream tools, if any."`
+	Files          []string           `json:"files,omitempty" jsonschema:"Workspace files the code created or changed."`
 	FilesDeleted   []string           `json:"files_deleted,omitempty" jsonschema:"Workspace files the code deleted."`
 	FilesOmitted   int                `json:"files_omitted,omitempty" jsonschema:"Files created, changed or deleted beyond the 100 in files and files_deleted."`
 	SessionID      string             `json:"session_id,omitempty" jsonschema:"The session used, if any."`
 	SessionStarted bool               `json:"session_started,omitempty" jsonschema:"True when this call started session_id: a new interpreter, without the names of earlier calls (a new id, a typo, or one whose interpreter ended or was closed)."`
-	ContextSavings ContextSavings     `json:"context_savings" jsonschema:"Bytes of tool results that stayed in the sandbox against bytes returned."`
+	ContextSavings *ContextSavings    `json:"context_savings,omitempty" jsonschema:"When tools were called: bytes of tool results that stayed in the sandbox against bytes returned."`
 	Isolation      string             `json:"isolation" jsonschema:"The isolation level the code ran under."`
 	Images         []ImageInfo        `json:"images,omitempty" jsonschema:"Images the code showed (display_image, matplotlib figures left open, an Image result), sent as image content."`
+
+	// calls is every upstream call, for the execution log and the metrics;
+	// the answer lists only the failed ones.
+	calls []ToolCall
+	// savings is ContextSavings, kept whether or not the answer shows it.
+	savings ContextSavings
+}
+
+// Truncated says which parts of an answer were cut.
+type Truncated struct {
+	Stdout bool `json:"stdout,omitempty"`
+	Stderr bool `json:"stderr,omitempty"`
+	Result bool `json:"result,omitempty"`
 }
 
 // ImageInfo describes an image an execution returned as image content.
@@ -54,11 +71,17 @@ type ImageInfo struct {
 	Bytes    int    `json:"bytes"`
 }
 
-// ToolCalls summarizes the upstream tool calls of one execution.
+// ToolCalls summarizes the upstream tool calls of one execution: how many,
+// and the failed ones, which the code may have caught and gone past. Every
+// call, with its duration, is in the execution log.
 type ToolCalls struct {
-	Count int        `json:"count"`
-	Calls []ToolCall `json:"calls"`
+	Count  int        `json:"count"`
+	Failed int        `json:"failed,omitempty"`
+	Calls  []ToolCall `json:"calls,omitempty" jsonschema:"The failed calls, at most 20."`
 }
+
+// maxFailedCalls bounds ToolCalls.Calls.
+const maxFailedCalls = 20
 
 // ToolCall is one upstream tool call.
 type ToolCall struct {
@@ -74,10 +97,10 @@ type ContextSavings struct {
 }
 
 func (s *Server) addExecTools() {
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "exec", &mcp.Tool{
 		Name:        "execute_code",
 		Title:       "Run Python in a sandbox",
-		Description: "Run Python code in an isolated sandbox and return its stdout, stderr, result value and error. Use it to do whole tasks in one call: compute, filter and summarize inside the sandbox and return only the answer.",
+		Description: "Run Python in an isolated sandbox; returns stdout, stderr, result and error.",
 	}, s.executeCode)
 	s.addSessionTools()
 	s.addCodeFileTools()
@@ -167,17 +190,26 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	out := outputOf(res)
 	quotaOutcome(&out, rep, run, vol)
 	out.SessionID, out.SessionStarted = j.SessionID, started
-	out.ToolCalls.Calls, out.ContextSavings.ToolResultBytes = calls.record()
-	out.ToolCalls.Count = len(out.ToolCalls.Calls)
+	out.calls, out.savings.ToolResultBytes = calls.record()
+	whole := wholeOutput{Stdout: out.Stdout, Stderr: out.Stderr, Result: out.Result}
 	// Personal data the code printed or returned reaches the model only as
-	// tokens; the bytes returned are counted after that.
+	// tokens, tokenized whole before any cut; the bytes returned are
+	// counted after both.
 	if err := s.privacy.output(ctx, j.Namespace, &out); err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
-	out.ContextSavings.ReturnedBytes = returnedBytes(out)
+	outputLink, err := s.boundAnswer(ctx, j.Namespace, &out, whole)
+	if err != nil {
+		return nil, ExecuteCodeOutput{}, err
+	}
+	out.savings.ReturnedBytes = returnedBytes(out)
+	out.summarizeCalls()
 	content, err := s.report(ctx, j.Namespace, &out, render(out), rep) // out.Files, and their links
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
+	}
+	if outputLink != nil {
+		content = append(content, outputLink)
 	}
 	for _, im := range res.Images {
 		content = append(content, &mcp.ImageContent{Data: im.Data, MIMEType: im.MIMEType})
@@ -313,13 +345,13 @@ func outputOf(res *sandbox.Result) ExecuteCodeOutput {
 		OK:         res.OK,
 		Stdout:     res.Stdout,
 		Stderr:     res.Stderr,
-		Truncated:  res.Truncated,
 		Result:     res.Result,
 		Error:      res.Error,
 		DurationMS: float64(res.Duration.Microseconds()) / 1000,
-		ToolCalls:  ToolCalls{Calls: []ToolCall{}},
-		Files:      []string{},
 		Isolation:  string(res.Isolation),
+	}
+	if res.Truncated.Stdout || res.Truncated.Stderr {
+		out.Truncated = &Truncated{Stdout: res.Truncated.Stdout, Stderr: res.Truncated.Stderr}
 	}
 	for _, im := range res.Images {
 		out.Images = append(out.Images, ImageInfo{MIMEType: im.MIMEType, Bytes: len(im.Data)})
@@ -328,6 +360,27 @@ func outputOf(res *sandbox.Result) ExecuteCodeOutput {
 		out.Stderr += "[codecell: image not shown: " + d + "]\n"
 	}
 	return out
+}
+
+// summarizeCalls fills the answer's ToolCalls and ContextSavings from the
+// calls recorded: the count, and the failed calls.
+func (out *ExecuteCodeOutput) summarizeCalls() {
+	if len(out.calls) == 0 {
+		return
+	}
+	tc := &ToolCalls{Count: len(out.calls)}
+	for _, c := range out.calls {
+		if c.OK {
+			continue
+		}
+		tc.Failed++
+		if len(tc.Calls) < maxFailedCalls {
+			tc.Calls = append(tc.Calls, c)
+		}
+	}
+	out.ToolCalls = tc
+	savings := out.savings
+	out.ContextSavings = &savings
 }
 
 // returnedBytes is what an execution returns to the model: its output and
@@ -377,6 +430,9 @@ func render(out ExecuteCodeOutput) string {
 	}
 	if b.Len() == 0 {
 		b.WriteString("(no output)\n")
+	}
+	if out.OutputFile != "" {
+		fmt.Fprintf(&b, "[cut to the answer budget; the whole output is in %s]\n", out.OutputFile)
 	}
 	if out.Isolation == string(sandbox.Development) {
 		b.WriteString("[isolation: development, no sandbox]\n")

@@ -51,9 +51,9 @@ func (s *Server) MetricsHandler() http.Handler { return s.metrics.Handler() }
 func (s *Server) observeExecution(j job, out ExecuteCodeOutput) {
 	errType := executionErrorType(out)
 	s.metrics.Execution(errType, time.Duration(out.DurationMS*float64(time.Millisecond)),
-		out.ContextSavings.ToolResultBytes, out.ContextSavings.ReturnedBytes)
+		out.savings.ToolResultBytes, out.savings.ReturnedBytes)
 	s.log.Info("execution", "namespace", j.Namespace, "session_id", out.SessionID, "ok", out.OK,
-		"error_type", errType, "duration_ms", out.DurationMS, "tool_calls", out.ToolCalls.Count,
+		"error_type", errType, "duration_ms", out.DurationMS, "tool_calls", len(out.calls),
 		"isolation", out.Isolation)
 }
 

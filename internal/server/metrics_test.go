@@ -55,9 +55,14 @@ func TestMetricsMove(t *testing.T) {
 		res := runTool(t, cs, "execute_code", map[string]any{"code": code})
 		var out ExecuteCodeOutput
 		structured(t, res, &out)
-		kept += out.ContextSavings.ToolResultBytes
-		returned += out.ContextSavings.ReturnedBytes
-		saved += max(0, out.ContextSavings.ToolResultBytes-out.ContextSavings.ReturnedBytes)
+		// The answer shows context_savings only after tool calls.
+		cs := ContextSavings{ReturnedBytes: returnedBytes(out)}
+		if out.ContextSavings != nil {
+			cs = *out.ContextSavings
+		}
+		kept += cs.ToolResultBytes
+		returned += cs.ReturnedBytes
+		saved += max(0, cs.ToolResultBytes-cs.ReturnedBytes)
 	}
 	got := scrape(t, s)
 	want := map[string]float64{
@@ -161,7 +166,7 @@ func TestToolCallOutcomes(t *testing.T) {
 // TestDeniedToolCallCounted: a call policy refuses counts as denied under
 // the tool's names.
 func TestDeniedToolCallCounted(t *testing.T) {
-	cfg := config.Default()
+	cfg := allTools(config.Default())
 	cfg.Policy.Deny = []string{"fake.fail"}
 	s, _, cs := statsServer(t, cfg, metricsScripts, nil)
 	runTool(t, cs, "execute_code", map[string]any{"code": "mixed"})

@@ -184,7 +184,7 @@ type RestoreOutput struct {
 }
 
 func (s *Server) addPrivacyTools() {
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "privacy", &mcp.Tool{
 		Name:        "sanitize_pii",
 		Title:       "Replace personal data by tokens",
 		Description: "Replace emails, phone numbers, card numbers, IBANs, SSNs, IP addresses and secrets in a text by stable tokens such as [EMAIL_1].",
@@ -211,7 +211,7 @@ func (s *Server) addPrivacyTools() {
 		sort.Strings(kinds)
 		return textResult(text + "\n[" + strings.Join(kinds, ", ") + "]\n"), SanitizeOutput{Text: text, Counts: counts}, nil
 	})
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "privacy", &mcp.Tool{
 		Name:        "restore_pii",
 		Title:       "Restore tokenized personal data",
 		Description: "Replace the tokens of this namespace in a text by the original values.",

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -84,6 +83,8 @@ type Server struct {
 	sessions *sessions
 	activity activity        // executions under way, for TrimWhenIdle
 	skills   *skills.Manager // nil: no skills
+	// builtins are codecell's own tools, listed or not; set by New.
+	builtins []*builtin
 	// vols are the workspaces; volOnce makes them when none were given
 	// (ownVols: then Close closes them).
 	vols    *workspace.Volumes
@@ -138,35 +139,31 @@ func New(opts Options) (*Server, error) {
 		}
 		s.privacy.det = det
 	}
+	// Every tool is defined, whatever the toolsets: code reaches the ones
+	// not listed from the sandbox (from codecell import ...).
+	s.addExecTools()
+	s.addDiscoveryTools()
+	s.addWorkspaceTools()
+	if s.envs != nil {
+		s.addEnvTools()
+	}
+	s.addAnalysisTools()
+	s.addPrivacyTools()
+	if s.skills != nil {
+		s.addSkillTools()
+	}
+	s.addStatsTools()
+	s.tools.builtins = s.builtinCatalog()
 	if err := s.RefreshTools(); err != nil {
 		return nil, err
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codecell", Title: "codecell", Version: version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: SDKLogger(log)})
 	s.addResources()
-	if slices.Contains(opts.Config.Toolsets, "exec") {
-		s.addExecTools()
-	}
-	if slices.Contains(opts.Config.Toolsets, "discovery") {
-		s.addDiscoveryTools()
-	}
-	if slices.Contains(opts.Config.Toolsets, "workspace") {
-		s.addWorkspaceTools()
-	}
-	if slices.Contains(opts.Config.Toolsets, "env") && s.envs != nil {
-		s.addEnvTools()
-	}
-	if slices.Contains(opts.Config.Toolsets, "analysis") {
-		s.addAnalysisTools()
-	}
-	if slices.Contains(opts.Config.Toolsets, "privacy") {
-		s.addPrivacyTools()
-	}
-	if slices.Contains(opts.Config.Toolsets, "skills") && s.skills != nil {
-		s.addSkillTools()
-	}
-	if slices.Contains(opts.Config.Toolsets, "stats") {
-		s.addStatsTools()
+	for _, b := range s.builtins {
+		if b.listed(opts.Config.Toolsets) {
+			b.register(s.mcp)
+		}
 	}
 	return s, nil
 }

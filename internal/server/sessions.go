@@ -278,7 +278,7 @@ type CloseSessionOutput struct {
 }
 
 func (s *Server) addSessionTools() {
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "exec", &mcp.Tool{
 		Name:        "list_sessions",
 		Title:       "List live sessions",
 		Description: "The live interpreter sessions of execute_code (session_id) in this namespace.",
@@ -293,7 +293,7 @@ func (s *Server) addSessionTools() {
 		}
 		return textResult(b.String()), ListSessionsOutput{Sessions: list}, nil
 	})
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "exec", &mcp.Tool{
 		Name:        "close_session",
 		Title:       "Close a session",
 		Description: "End a session of execute_code and discard its interpreter's state.",

@@ -26,7 +26,7 @@ func sessionServer(t *testing.T) (*Server, *store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cfg := config.Default()
+	cfg := allTools(config.Default())
 	cfg.Sandbox.Isolation = "development"
 	s, err := New(Options{Config: cfg, Executor: mgr, Store: st, DataDir: t.TempDir()})
 	if err != nil {

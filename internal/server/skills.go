@@ -78,22 +78,22 @@ type DeleteSkillOutput struct {
 }
 
 func (s *Server) addSkillTools() {
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "skills", &mcp.Tool{
 		Name:        "save_skill",
 		Title:       "Save reusable code as a skill",
 		Description: "Save a Python module under a name, for later executions to import: from skills.<name> import <function>. Saving an existing name adds a version.",
 	}, s.saveSkill)
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "skills", &mcp.Tool{
 		Name:        "load_skill",
 		Title:       "Show a skill's code",
 		Description: "A saved skill's code and metadata; the latest version unless one is given.",
 	}, s.loadSkill)
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "skills", &mcp.Tool{
 		Name:        "list_skills",
 		Title:       "List saved skills",
 		Description: "The saved skills (latest versions) whose name, description or tags match the query.",
 	}, s.listSkills)
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "skills", &mcp.Tool{
 		Name:        "delete_skill",
 		Title:       "Delete a skill",
 		Description: "Delete a saved skill: every version, and its module.",

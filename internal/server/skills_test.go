@@ -50,7 +50,7 @@ func newSkillsServer(t *testing.T) (*Server, *compileExecutor, string) {
 		t.Fatal(err)
 	}
 	ex := &compileExecutor{}
-	s, err := New(Options{Config: config.Default(), Executor: ex, DataDir: dataDir, Store: db, Skills: m})
+	s, err := New(Options{Config: allTools(config.Default()), Executor: ex, DataDir: dataDir, Store: db, Skills: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestSkillToolsListed(t *testing.T) {
 	if got := names(s); got != "delete_skill list_skills load_skill save_skill" {
 		t.Errorf("with skills: %q", got)
 	}
-	without, err := New(Options{Config: config.Default(), Executor: &compileExecutor{}, DataDir: t.TempDir()})
+	without, err := New(Options{Config: allTools(config.Default()), Executor: &compileExecutor{}, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

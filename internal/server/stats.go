@@ -47,7 +47,7 @@ func (s *Server) recordExecution(ctx context.Context, j job, out ExecuteCodeOutp
 	if s.store == nil {
 		return
 	}
-	calls, err := json.Marshal(out.ToolCalls.Calls)
+	calls, err := json.Marshal(append([]ToolCall{}, out.calls...))
 	if err != nil { // a []ToolCall always encodes; keep the row regardless
 		calls = nil
 	}
@@ -60,8 +60,8 @@ func (s *Server) recordExecution(ctx context.Context, j job, out ExecuteCodeOutp
 		Duration:        time.Duration(math.Round(out.DurationMS*1000)) * time.Microsecond,
 		ToolCalls:       calls,
 		Isolation:       out.Isolation,
-		ToolResultBytes: out.ContextSavings.ToolResultBytes,
-		ReturnedBytes:   out.ContextSavings.ReturnedBytes,
+		ToolResultBytes: out.savings.ToolResultBytes,
+		ReturnedBytes:   out.savings.ReturnedBytes,
 	}
 	if e.SessionID == "" {
 		e.SessionID = j.SessionID
@@ -170,7 +170,7 @@ func (s *Server) addStatsTools() {
 	if s.store == nil {
 		return
 	}
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "stats", &mcp.Tool{
 		Name:        "get_execution_stats",
 		Title:       "Execution statistics",
 		Description: "Statistics of this namespace's executions, optionally since a time or for a recent period (since: 1h): totals, failures by error type, latency p50/p95/p99, tool calls and the most called tools, context savings; and the server's sandbox pool, isolation level and upstream servers.",

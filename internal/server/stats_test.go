@@ -86,12 +86,12 @@ func (fakeUpstreams) Wait(_ context.Context, server string) error {
 	return fmt.Errorf("%w: %s failed (exit status 1)", upstream.ErrUnavailable, server)
 }
 
-// statsServer is a server with cfg (nil for config.Default()), a store, the
+// statsServer is a server with cfg (nil for allTools(config.Default())), a store, the
 // scripted executor and the fake upstreams, and a client connected to it.
 func statsServer(t *testing.T, cfg *config.Config, scripts map[string]fakeRun, log *slog.Logger) (*Server, *store.Store, *mcp.ClientSession) {
 	t.Helper()
 	if cfg == nil {
-		cfg = config.Default()
+		cfg = allTools(config.Default())
 	}
 	st, err := store.Open(filepath.Join(t.TempDir(), "codecell.db"))
 	if err != nil {
@@ -150,8 +150,12 @@ func TestExecutionStats(t *testing.T) {
 		if want := statsScripts[code].errType == ""; out.OK != want {
 			t.Fatalf("%s: ok %v: %+v", code, out.OK, out)
 		}
-		kept += out.ContextSavings.ToolResultBytes
-		returned += out.ContextSavings.ReturnedBytes
+		if out.ContextSavings != nil {
+			kept += out.ContextSavings.ToolResultBytes
+			returned += out.ContextSavings.ReturnedBytes
+		} else {
+			returned += returnedBytes(out)
+		}
 	}
 	if kept == 0 || returned == 0 {
 		t.Fatalf("savings %d/%d: the fixture should have both", kept, returned)
@@ -276,7 +280,7 @@ func TestRecordFailureKeepsResult(t *testing.T) {
 // TestStatsNeedStore: without a store there is no log, and no tool that
 // would report zeros.
 func TestStatsNeedStore(t *testing.T) {
-	s, err := New(Options{Config: config.Default(), Executor: fakeExecutor{}, DataDir: t.TempDir()})
+	s, err := New(Options{Config: allTools(config.Default()), Executor: fakeExecutor{}, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

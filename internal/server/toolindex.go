@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +22,9 @@ import (
 // tool list changes.
 type toolIndex struct {
 	genDir string // host directory holding servers -> vN/servers
+	// builtins are codecell's own tools that code can call, searched with
+	// the upstream tools; set once, before the first rebuild.
+	builtins []catalog.Tool
 
 	mu      sync.RWMutex // guards cat
 	cat     *catalog.Catalog
@@ -59,9 +63,12 @@ func (ix *toolIndex) rebuild(up Upstreams) error {
 			pending = append(pending, st.Name)
 		}
 	}
-	cat := catalog.New(tools, names...)
+	cat := catalog.New(append(slices.Clip(tools), ix.builtins...), names...)
 	byServer := map[string][]catalog.Tool{}
 	for _, t := range cat.Tools() {
+		if t.Builtin {
+			continue // the codecell package has them
+		}
 		byServer[t.Module] = append(byServer[t.Module], t)
 	}
 	standIns := map[string]string{}
@@ -162,6 +169,9 @@ func publish(dir string, files map[string][]byte) error {
 // original name and its Python name; deny wins.
 type policy struct{ allow, deny []string }
 
+// codecell's own tools (Builtin) are outside the allow list, which says
+// which upstream tools code may use, but a deny pattern that names one
+// (codecell.restore_pii) keeps code from calling it.
 func (p policy) allows(t catalog.Tool) bool {
 	names := []string{t.Server + "." + t.Name, t.QualifiedName()}
 	match := func(patterns []string) bool {
@@ -174,5 +184,5 @@ func (p policy) allows(t catalog.Tool) bool {
 		}
 		return false
 	}
-	return match(p.allow) && !match(p.deny)
+	return (t.Builtin || match(p.allow)) && !match(p.deny)
 }

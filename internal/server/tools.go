@@ -1,42 +1,8 @@
 package server
 
 import (
-	"fmt"
-
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// addTool registers a tool as mcp.AddTool does, with schemas every MCP
-// client accepts (see portable) and a lean output schema: the shape of the
-// structured result, without the field descriptions.
-//
-// Why lean: hosts load every tool definition into the model's context before
-// any task, and codecell's worth is measured in context saved (SPEC §10).
-// The input schema is what the model needs to call a tool, so its fields
-// keep their descriptions; the output schema is for the host to check the
-// structured result, and the result's fields are named plainly. The Go
-// types keep their jsonschema tags, as the documentation of the output.
-func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
-	if t.InputSchema == nil {
-		schema, err := jsonschema.For[In](nil)
-		if err != nil {
-			panic(fmt.Sprintf("input schema of %s: %v", t.Name, err)) // a programming error, caught by every test
-		}
-		portable(schema, false)
-		t.InputSchema = schema
-	}
-	if t.OutputSchema == nil {
-		schema, err := jsonschema.For[Out](nil)
-		if err != nil {
-			panic(fmt.Sprintf("output schema of %s: %v", t.Name, err))
-		}
-		stripDescriptions(schema)
-		portable(schema, true)
-		t.OutputSchema = schema
-	}
-	mcp.AddTool(s, t, h)
-}
 
 // stripDescriptions removes the descriptions below the top of a schema.
 func stripDescriptions(s *jsonschema.Schema) {
@@ -107,6 +73,11 @@ func portable(s *jsonschema.Schema, output bool) {
 		}
 		portable(sub, output)
 	})
+	if !output && s.AdditionalProperties != nil && isUnconstrained(s.AdditionalProperties) {
+		// A Go map in an input: "additionalProperties": true says what its
+		// absence says, in tokens every conversation pays for.
+		s.AdditionalProperties = nil
+	}
 	if output && s.Type == "object" && s.Properties == nil && s.AdditionalProperties != nil {
 		// A Go map, which encodes as null when nil.
 		s.Types, s.Type = []string{"null", "object"}, ""

@@ -114,7 +114,7 @@ func startingServer(t *testing.T, up *startingUpstreams) (*Server, string) {
 		t.Skip(err)
 	}
 	t.Cleanup(func() { mgr.Close() })
-	cfg := config.Default()
+	cfg := allTools(config.Default())
 	cfg.Sandbox.Isolation = "development"
 	s, err := New(Options{Config: cfg, Executor: mgr, Upstreams: up, DataDir: t.TempDir(), GenDir: gen})
 	if err != nil {
@@ -174,8 +174,8 @@ func TestImportWaitsForStartingServer(t *testing.T) {
 		if !out.OK || out.Result != "waited" {
 			t.Fatalf("import of a starting server: %+v %+v", out.Error, out.Result)
 		}
-		if out.ToolCalls.Count != 1 {
-			t.Errorf("%d tool calls, want 1", out.ToolCalls.Count)
+		if out.ToolCalls == nil || out.ToolCalls.Count != 1 {
+			t.Errorf("tool calls %+v, want 1", out.ToolCalls)
 		}
 	})
 

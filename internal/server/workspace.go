@@ -99,22 +99,22 @@ type DeleteWorkspaceFileOutput struct {
 }
 
 func (s *Server) addWorkspaceTools() {
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "workspace", &mcp.Tool{
 		Name:        "write_workspace_file",
 		Title:       "Write a workspace file",
 		Description: "Write a file in the workspace, the sandbox's working directory, replacing it atomically.",
 	}, s.writeWorkspaceFile)
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "workspace", &mcp.Tool{
 		Name:        "read_workspace_file",
 		Title:       "Read a workspace file",
 		Description: "Read a workspace file: text, or base64 with a MIME type for binary data. Large files are read in pages.",
 	}, s.readWorkspaceFile)
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "workspace", &mcp.Tool{
 		Name:        "list_workspace_files",
 		Title:       "List workspace files",
 		Description: "List workspace files recursively with sizes and modification times.",
 	}, s.listWorkspaceFiles)
-	addTool(s.mcp, &mcp.Tool{
+	addTool(s, "workspace", &mcp.Tool{
 		Name:        "delete_workspace_file",
 		Title:       "Delete a workspace file",
 		Description: "Delete a workspace file, link or directory.",
@@ -404,6 +404,9 @@ func (s *Server) report(ctx context.Context, ns string, out *ExecuteCodeOutput, 
 		shown, err := s.privacy.text(ctx, ns, f.Path)
 		if err != nil {
 			return nil, err
+		}
+		if shown == out.OutputFile {
+			continue // the answer's own output file, linked on its own
 		}
 		out.Files = append(out.Files, shown)
 		size := f.Size

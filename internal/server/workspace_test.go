@@ -49,7 +49,7 @@ func (e *scriptExecutor) last() sandbox.Request {
 // and returns it with the default namespace's workspace directory.
 func wsClient(t *testing.T, exec Executor, mutate func(*config.Config)) (*mcp.ClientSession, string) {
 	t.Helper()
-	cfg := config.Default()
+	cfg := allTools(config.Default())
 	if mutate != nil {
 		mutate(cfg)
 	}
@@ -308,6 +308,7 @@ func TestExecuteCodeReportsFiles(t *testing.T) {
 	// Nothing changed: no files.
 	ex.run = nil
 	res, _ = callTool(t, cs, "execute_code", map[string]any{"code": "pass"})
+	out = ExecuteCodeOutput{} // files is left out when empty
 	structured(t, res, &out)
 	if len(out.Files) != 0 || len(res.Content) != 1 {
 		t.Fatalf("unchanged workspace: %v %d", out.Files, len(res.Content))
@@ -332,7 +333,7 @@ func TestExecuteCodeReportsFiles(t *testing.T) {
 // TestWorkspaceToolLimits: a write is at most maxWrite bytes, after base64
 // decoding; a listing at most DefaultListLimit entries.
 func TestWorkspaceToolLimits(t *testing.T) {
-	cfg := config.Default()
+	cfg := allTools(config.Default())
 	cfg.PII.Mode = "off"
 	s, err := New(Options{Config: cfg, Executor: &scriptExecutor{}, DataDir: t.TempDir()})
 	if err != nil {
@@ -377,7 +378,7 @@ func TestWorkspaceToolLimits(t *testing.T) {
 // the result says its files may be incomplete instead of passing them for
 // the whole list.
 func TestFilesIncompleteSaid(t *testing.T) {
-	s, err := New(Options{Config: config.Default(), Executor: &scriptExecutor{}, DataDir: t.TempDir()})
+	s, err := New(Options{Config: allTools(config.Default()), Executor: &scriptExecutor{}, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,23 +1,79 @@
-"""codecell's helpers inside the sandbox.
+"""codecell inside the sandbox: tool search, and codecell's own tools.
 
     from codecell import search_tools
     search_tools("create an issue")           # summaries of matching tools
     search_tools("", server="github", detail_level="name_only", limit=50)
 
-The tools themselves are functions of the generated `servers` package
-(`from servers.github import create_issue`); its source is readable under
-/codecell/gen/servers. display_image(...) shows an image to the model, as
-matplotlib figures left open are.
+The upstream tools are functions of the generated `servers` package
+(`from servers.github import create_issue`); its source and INDEX.md are
+readable under /codecell/gen/servers.
+
+codecell's own tools are functions here, with the arguments and results of
+the MCP tools of the same names (search_tools finds them as codecell.<name>):
+
+    workspace   write_workspace_file read_workspace_file list_workspace_files delete_workspace_file
+    code_files  initialize_code_file append_to_code_file read_code_file
+    skills      save_skill load_skill list_skills delete_skill
+    env         configure_environment get_environment_config install_dependencies check_installed_packages
+    privacy     sanitize_pii restore_pii
+    analysis    execute_analysis
+    stats       get_execution_stats
+    sessions    list_sessions
+    discovery   search_tools get_tool_definition list_tool_categories
+
+`from codecell import save_skill` and `from codecell import skills;
+skills.save_skill(...)` are the same function. display_image(...) shows an
+image to the model, as matplotlib figures left open are.
 """
 
 from codecell._display import display_image
 from codecell._rpc import Image, ToolError, request as _request
+from codecell._tools import (
+    write_workspace_file, read_workspace_file, list_workspace_files, delete_workspace_file,
+    initialize_code_file, append_to_code_file, read_code_file,
+    list_sessions,
+    save_skill, load_skill, list_skills, delete_skill,
+    configure_environment, get_environment_config, install_dependencies, check_installed_packages,
+    sanitize_pii, restore_pii,
+    execute_analysis,
+    get_execution_stats,
+    list_tool_categories,
+)
 
-__all__ = ["search_tools", "get_tool_definition", "display_image", "ToolError", "Image"]
+__all__ = [
+    "search_tools", "get_tool_definition", "list_tool_categories", "display_image", "ToolError", "Image",
+    "write_workspace_file", "read_workspace_file", "list_workspace_files", "delete_workspace_file",
+    "initialize_code_file", "append_to_code_file", "read_code_file",
+    "list_sessions",
+    "save_skill", "load_skill", "list_skills", "delete_skill",
+    "configure_environment", "get_environment_config", "install_dependencies", "check_installed_packages",
+    "sanitize_pii", "restore_pii",
+    "execute_analysis",
+    "get_execution_stats",
+]
+
+
+class Found(list):
+    """search_tools' answer: a list of tool entries, best first, with total
+    (how many match in all) and note (set when nothing matched: the entries
+    are then the nearest by spelling, and it says where to look)."""
+
+    def __init__(self, tools, total=0, note=""):
+        super().__init__(tools)
+        self.total = total
+        self.note = note
+
+    def __repr__(self):
+        text = super().__repr__()
+        if self.note:
+            text += "  # " + self.note
+        return text
 
 
 def search_tools(query: str = "", server: str = None, detail_level: str = "summary", limit: int = 10):
-    """Finds upstream tools by what they do, ranked best first.
+    """Finds tools by what they do, ranked best first: the upstream tools
+    (from servers.<server> import <tool>) and codecell's own (codecell.<tool>:
+    from codecell import <tool>).
 
     detail_level is "name_only", "summary" (adds the first sentence of the
     description and the Python signature) or "full" (adds the schemas and the
@@ -26,7 +82,8 @@ def search_tools(query: str = "", server: str = None, detail_level: str = "summa
     params = {"query": query, "detail_level": detail_level, "limit": limit}
     if server is not None:
         params["server"] = server
-    return _request("search_tools", params)
+    out = _request("search_tools", params) or {}
+    return Found(out.get("tools") or [], out.get("total", 0), out.get("note", ""))
 
 
 def get_tool_definition(name: str):

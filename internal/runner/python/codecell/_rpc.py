@@ -141,6 +141,8 @@ _ERRORS = {
     "KeyError": LookupError,
     "ImportError": ImportError,
     "RuntimeError": RuntimeError,
+    "TypeError": TypeError,
+    "AttributeError": AttributeError,
 }
 
 

@@ -1,0 +1,99 @@
+package catalog
+
+import "strings"
+
+// relatedWords maps words people use when they ask for something to the
+// words tool APIs use for it: "relocate" asks for a move, "plus" for a sum,
+// "remember" for memory. Unlike synonymGroups the relation is one way (a
+// tool that "moves" is no answer to "relocate" only because both ask for
+// it), and weaker (relatedWeight): a tool that uses the asker's own word
+// still ranks first.
+//
+// It is general vocabulary of everyday requests against the verbs and
+// nouns of tool APIs (files, storage, memory, messages, processes, maths),
+// written from how the words are used in English, not from any tool list;
+// search_quality_test.go and paraphrase_test.go measure what it does. Keys
+// and values are plain words; they are stemmed like everything else.
+var relatedWords = map[string][]string{
+	// Arithmetic.
+	"plus": {"sum", "add"}, "add": {"sum"}, "total": {"sum"}, "addition": {"sum"},
+	"minus": {"subtract", "difference"}, "times": {"multiply", "product"},
+	// Saying back, showing.
+	"parrot": {"echo"}, "repeat": {"echo"}, "mirror": {"echo"},
+	"say": {"content", "text", "read"}, "says": {"content", "text", "read"},
+	"contents": {"content", "read"}, "inside": {"content", "list"},
+	// Size.
+	"little": {"tiny", "small"}, "small": {"tiny"}, "big": {"size", "info"}, "large": {"size"},
+	"bytes": {"size"}, "space": {"size"},
+	// Pictures and media.
+	"picture": {"image"}, "photo": {"image", "media"}, "pic": {"image"}, "screenshot": {"image"},
+	"audio": {"media"}, "sound": {"audio", "media"}, "video": {"media"},
+	// Compression.
+	"shrink": {"compress", "gzip"}, "zip": {"compress", "gzip"}, "gz": {"gzip", "compress"}, "squeeze": {"compress"},
+	// Make-believe and research.
+	"pretend": {"simulate", "simulated"}, "fake": {"simulate", "simulated", "mock"}, "mock": {"simulate", "simulated"},
+	"investigate": {"research", "analyze"}, "study": {"research"}, "thoroughly": {"deep"},
+	// Logs.
+	"chatter": {"logging", "log"}, "logs": {"logging"}, "verbose": {"logging"}, "debug": {"logging"},
+	// Asking the user.
+	"prompt": {"elicitation", "ask"}, "ask": {"elicitation", "request"}, "form": {"elicitation", "input"},
+	"person": {"user", "entity", "entities"}, "people": {"user", "entity", "entities"}, "human": {"user"},
+	"sign": {"url", "browser", "login"}, "login": {"url", "browser"}, "web": {"url", "browser"}, "page": {"url"},
+	"website": {"url"}, "uri": {"link", "resource"}, "uris": {"link", "resource"},
+	// Work that takes time.
+	"slow": {"long"}, "job": {"operation", "task"}, "task": {"operation"}, "far": {"progress"},
+	"kick": {"trigger", "start"}, "fire": {"trigger"},
+	// Models.
+	"language": {"llm", "sampling"}, "completion": {"sampling", "llm"}, "model": {"llm", "sampling"},
+	"generate": {"sampling"},
+	// Folders and places.
+	"folder": {"directory", "directories"}, "folders": {"directory", "directories"}, "hierarchy": {"tree", "recursive"},
+	"nested": {"tree", "recursive"}, "editor": {"client", "roots"}, "top": {"roots"}, "workspace": {"roots", "directory"},
+	"share": {"roots", "provided"}, "shared": {"roots", "provided"},
+	"permitted": {"allowed", "access"}, "permission": {"allowed", "access", "permissions"}, "touch": {"access"},
+	"reach": {"access"}, "owns": {"permissions", "info", "metadata"}, "owner": {"permissions", "metadata"},
+	"item": {"file", "entry"}, "items": {"file", "entry"},
+	// Moving, changing, saving.
+	"relocate": {"move"}, "transfer": {"move"}, "shift": {"move"},
+	"patch": {"edit", "replace"}, "tweak": {"edit"}, "fix": {"edit"}, "wording": {"text", "content"},
+	"save": {"write", "create"}, "store": {"write", "save", "memory"}, "disk": {"file", "write"},
+	"persist": {"write", "save"}, "keep": {"save", "memory"}, "put": {"write"},
+	"load": {"read"}, "open": {"read", "open"}, "view": {"read", "show"},
+	"several": {"multiple"}, "many": {"multiple"}, "batch": {"multiple"}, "once": {"multiple", "simultaneously"},
+	"locate": {"search", "find"}, "hunt": {"search"}, "lookup": {"search"}, "mention": {"search", "query"},
+	"mentions": {"search", "query"}, "csv": {"file", "pattern"},
+	// Remembering: the knowledge graph.
+	"remember": {"memory", "entity", "observation", "create"}, "memorize": {"memory", "entity", "observation"},
+	"recall": {"memory", "open", "search", "read"}, "know": {"knowledge", "graph", "search"},
+	"forget": {"delete", "memory"}, "fact": {"observation", "knowledge"}, "facts": {"observation", "knowledge"},
+	"detail": {"observation", "info"}, "details": {"observation", "info"}, "note": {"observation", "add"},
+	"remembered": {"observation", "memory"}, "stored": {"memory", "graph", "knowledge"},
+	"record": {"create", "add", "log"}, "relationship": {"relation"}, "connection": {"relation"},
+	"link": {"relation", "url"}, "unlink": {"delete", "relation"}, "works": {"relation"}, "longer": {"delete"},
+	"customer": {"entity"}, "dump": {"read", "entire", "all"}, "everything": {"entire", "all"},
+	"drop": {"delete", "remove"}, "wipe": {"delete"}, "erase": {"delete"}, "discard": {"delete"},
+	// Turning on and off.
+	"turn": {"toggle", "enable"}, "switch": {"toggle"}, "enable": {"toggle"}, "disable": {"toggle"},
+	"notify": {"notification", "updates", "subscribe"}, "watch": {"subscribe", "subscriber"},
+}
+
+// relatedWeight scales a related word's contribution relative to the query
+// word itself; below synonymWeight, as the relation is looser.
+const relatedWeight = 0.4
+
+// related maps a stemmed query term to the stemmed tool terms it asks for.
+var related = func() map[string][]string {
+	m := make(map[string][]string)
+	for k, vs := range relatedWords {
+		for _, t := range terms(k) {
+			for _, v := range vs {
+				for _, s := range terms(strings.ReplaceAll(v, "_", " ")) {
+					if s != t {
+						m[t] = append(m[t], s)
+					}
+				}
+			}
+		}
+	}
+	return m
+}()

@@ -1,0 +1,8 @@
+"""Filter, aggregate, transform or validate rows natively, without an interpreter loop.
+
+The same functions as `from codecell import ...`; see codecell._tools.
+"""
+
+from codecell._tools import execute_analysis
+
+__all__ = ["execute_analysis"]

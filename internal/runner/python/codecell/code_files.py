@@ -1,0 +1,8 @@
+"""Code files: .py files of the workspace built up piece by piece (run one with runpy.run_path).
+
+The same functions as `from codecell import ...`; see codecell._tools.
+"""
+
+from codecell._tools import initialize_code_file, append_to_code_file, read_code_file
+
+__all__ = ["initialize_code_file", "append_to_code_file", "read_code_file"]

@@ -1,0 +1,8 @@
+"""The Python environment of later executions, and its packages.
+
+The same functions as `from codecell import ...`; see codecell._tools.
+"""
+
+from codecell._tools import configure_environment, get_environment_config, install_dependencies, check_installed_packages
+
+__all__ = ["configure_environment", "get_environment_config", "install_dependencies", "check_installed_packages"]

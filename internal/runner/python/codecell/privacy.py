@@ -1,0 +1,8 @@
+"""Personal data: tokens such as [EMAIL_1] in place of values, and back.
+
+The same functions as `from codecell import ...`; see codecell._tools.
+"""
+
+from codecell._tools import sanitize_pii, restore_pii
+
+__all__ = ["sanitize_pii", "restore_pii"]

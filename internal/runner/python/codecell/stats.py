@@ -1,0 +1,8 @@
+"""Statistics of this namespace's executions.
+
+The same functions as `from codecell import ...`; see codecell._tools.
+"""
+
+from codecell._tools import get_execution_stats
+
+__all__ = ["get_execution_stats"]
