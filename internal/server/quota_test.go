@@ -67,7 +67,7 @@ func quotaServer(t *testing.T, level sandbox.Level, images workspace.ImageMode) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
+	cfg := allTools(config.Default())
 	cfg.Sandbox.Isolation = string(level)
 	cfg.Sandbox.WorkspaceQuota, cfg.Sandbox.WorkspaceEntries = testQuota, testEntries
 	cfg.PII.Mode = "off"

@@ -43,9 +43,9 @@ def delete_workspace_file(path: str, recursive: bool = None) -> dict:
 # code files: .py files of the workspace built up piece by piece.
 
 
-def initialize_code_file(content: str, filename: str = None) -> dict:
-    """Creates a .py file in the workspace: {path, size, lines}."""
-    return _call("initialize_code_file", dict(content=content, filename=filename))
+def initialize_code_file(content: str, filename: str = None, overwrite: bool = False) -> dict:
+    """Creates a .py file in the workspace: {path, size, lines}; an existing filename only with overwrite."""
+    return _call("initialize_code_file", dict(content=content, filename=filename, overwrite=overwrite))
 
 
 def append_to_code_file(path: str, content: str) -> dict:
