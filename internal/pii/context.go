@@ -85,7 +85,7 @@ func (s *scan) labelled(start int, labels map[string]bool) bool {
 	// What separates a label from its value: quotes, colons, equals signs,
 	// brackets and the like; a label must come right before it.
 	trimmed := strings.TrimRightFunc(before, func(r rune) bool {
-		return unicode.IsSpace(r) || strings.ContainsRune(`"':=#>,;|([{-`, r)
+		return unicode.IsSpace(r) || strings.ContainsRune(`"':=#>,;|([{-/?&`, r)
 	})
 	if len(trimmed) < len(before) && endsWithLabel(labelWords(trimmed), labels) {
 		return true
@@ -106,11 +106,20 @@ func (s *scan) labelledExact(start int, labels map[string]bool) bool {
 	trimmed := strings.TrimRightFunc(before, func(r rune) bool {
 		return unicode.IsSpace(r) || strings.ContainsRune(`"':=#>,;|([{-`, r)
 	})
-	if len(trimmed) == len(before) {
-		return false
+	var w []string
+	if len(trimmed) < len(before) {
+		w = labelWords(trimmed)
 	}
-	w := labelWords(trimmed)
-	return len(w) > 0 && labels[w[len(w)-1]]
+	if len(w) > 0 && labels[w[len(w)-1]] {
+		return true
+	}
+	if h := s.header(); h != nil {
+		if name, ok := h.column(s.text, start); ok {
+			w := labelWords(name)
+			return len(w) > 0 && labels[w[len(w)-1]]
+		}
+	}
+	return false
 }
 
 // csvHeader is the first line of a delimited table.

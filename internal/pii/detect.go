@@ -224,6 +224,9 @@ type scan struct {
 	// computed on first use.
 	csvDone bool
 	csv     *csvHeader
+	// checked are the secret rule matches already checked: rule, start,
+	// end.
+	checked map[[3]int]bool
 }
 
 func (s *scan) add(dst []Match, kind string, start, end int) []Match {

@@ -92,6 +92,12 @@ done:
 	if local == "" || strings.HasSuffix(local, ".") || strings.Contains(local, "..") || len(local) > 64 {
 		return -1
 	}
+	// The password of a URL (ftp://user:pass@host) is not an address.
+	if s >= 1 && text[s-1] == ':' && text[at] == '@' {
+		if i := strings.LastIndex(text[max(0, s-140):s], "://"); i >= 0 && !strings.ContainsAny(text[max(0, s-140)+i+3:s-1], " \t\n/@") {
+			return -1
+		}
+	}
 	// The user part of a URL (ssh://git@host, https://user@host) is not an
 	// address, unless it is one itself, its @ encoded
 	// (smtp://jane%40example.com:pass@host).

@@ -8,7 +8,57 @@ import (
 
 // IPV4
 
-var ipv4RE = regexp.MustCompile(`\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`)
+// dottedQuads finds the regexp \d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}.
+func dottedQuads(text string) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(text); {
+		if !isDigit(text[i]) {
+			i++
+			continue
+		}
+		if e := quadAt(text, i); e > 0 {
+			out = append(out, [2]int{i, e})
+			i = e
+			continue
+		}
+		i++
+	}
+	return out
+}
+
+// quadAt is the end of a dotted quad starting at i, or -1. Each number
+// takes up to three digits, as the regexp's greedy \d{1,3} would, backing
+// off when the dot is not where it must be.
+func quadAt(text string, i int) int {
+	var try func(pos, part int) int
+	try = func(pos, part int) int {
+		for n := 3; n >= 1; n-- {
+			if pos+n > len(text) {
+				continue
+			}
+			ok := true
+			for k := pos; k < pos+n; k++ {
+				if !isDigit(text[k]) {
+					ok = false
+					break
+				}
+			}
+			if !ok {
+				continue
+			}
+			if part == 3 {
+				return pos + n
+			}
+			if pos+n < len(text) && text[pos+n] == '.' {
+				if e := try(pos+n+1, part+1); e > 0 {
+					return e
+				}
+			}
+		}
+		return -1
+	}
+	return try(i, 0)
+}
 
 // versionCtx matches text just before a dotted quad that makes it a version
 // number rather than an address: "v1.2.3.4", "version 10.0.1.5", "build
@@ -17,7 +67,10 @@ var ipv4RE = regexp.MustCompile(`\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`)
 // reported as addresses even when they are really versions: without
 // context the two cannot be told apart, and missing an address costs more
 // than a spare token.
-var versionCtx = regexp.MustCompile(`(?i)(?:\bv|\bversion:?\s*|\bver\.?\s*|\brelease\s*|\bbuild\s*|\bfirmware\s*|\bkernel\s*|\brev\.?\s*|\bupdate\s*|\bpatch\s*|\bsdk\s*|\bdriver\s*|[A-Za-z]/|[=~<>!]=\s*|[A-Za-z]@|\boid[\s:=]*|urn:oid:|\bversion["']?\s*[:=]\s*["']?)$`)
+var versionCtx = regexp.MustCompile(`(?i)(?:\bv|\bversion:?\s*|\bver\.?\s*|\brelease\s*|\bbuild\s*|\bfirmware\s*|\bkernel\s*|\brev\.?\s*|\bupdate\s*|\bpatch\s*|\bsdk\s*|\bdriver\s*|[A-Za-z]/|[=~<>!]=\s*|\bv=|\boid[\s:=]*|urn:oid:|\bversions?["']?\s*[:=]\s*[\["'\s]*)$`)
+
+// ipContext matches text before an address that says it is one.
+var ipContext = regexp.MustCompile(`(?i)(?:\bip|\baddr(?:ess)?(?:es)?|\bhost|\bfrom|\bto|\bclient|\bserver|\bpeer|\bremote|\bsrc|\bdst|\bsource|\bdestination|\bgateway4?|\bdns|\bnameservers?|\bresolver|\bconnect(?:ing|ed)?(?: to)?|\bvia|\binet|\blisten(?:ing)?(?: on)?|\bping|@)[\s"':=\[{(,]*(?:\d{1,3}(?:\.\d{1,3}){3}[\s"',;]*)*$`)
 
 // versionAfter matches what follows a dotted quad that is a version:
 // a pre-release or build suffix ("-rc1", "+build5"), or an OID's "=" in a
@@ -26,7 +79,7 @@ var versionAfter = regexp.MustCompile(`^(?:-(?:rc|beta|alpha|dev|pre|snapshot)|\
 
 func findIPv4(sc *scan, dst []Match) []Match {
 	text := sc.text
-	for _, loc := range ipv4RE.FindAllStringIndex(text, -1) {
+	for _, loc := range dottedQuads(text) {
 		s, e := loc[0], loc[1]
 		if !numBoundary(text, s, e, ".") {
 			continue
@@ -42,10 +95,16 @@ func findIPv4(sc *scan, dst []Match) []Match {
 		if err != nil || !a.Is4() {
 			continue
 		}
-		// An address ending in .0 names a network, not a host, unless a
-		// prefix length says which ("10.0.0.0/8"); dotted quads ending in
-		// .0 are far more often versions (Microsoft.NETCore.App 8.0.1.0).
-		if a.As4()[3] == 0 && (e >= len(text) || text[e] != '/') {
+		// An address ending in .0 names a network ("10.0.0.0/8"), not a
+		// host; dotted quads ending in .0 are also far more often versions
+		// (Microsoft.NETCore.App 8.0.1.0).
+		if a.As4()[3] == 0 {
+			continue
+		}
+		// Four one-digit numbers (4.2.1.7) are a section, a version or a
+		// well-known resolver (1.1.1.1) unless the text says it is an
+		// address.
+		if e-s == 7 && !ipContext.MatchString(text[max(s-64, 0):s]) {
 			continue
 		}
 		if !personalIPv4(a) {
@@ -89,9 +148,37 @@ func isMask(v uint32) bool {
 
 var ipv6RE = regexp.MustCompile(`(?:[0-9A-Fa-f]{0,4}:)+(?:\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}|[0-9A-Fa-f]{1,4})?`)
 
+// ipv6Spans finds what ipv6RE matches, running it only on the runs of hex
+// digits, colons and dots around each colon: on a whole text the regexp
+// would try every hex letter of every word.
+func ipv6Spans(text string) [][2]int {
+	var out [][2]int
+	hexy := func(c byte) bool { return isHex(c) || c == ':' || c == '.' }
+	for i := 0; i < len(text); {
+		j := strings.IndexByte(text[i:], ':')
+		if j < 0 {
+			break
+		}
+		s, e := i+j, i+j
+		for s > 0 && hexy(text[s-1]) {
+			s--
+		}
+		for e < len(text) && hexy(text[e]) {
+			e++
+		}
+		if strings.Count(text[s:e], ":") >= 2 {
+			for _, loc := range ipv6RE.FindAllStringIndex(text[s:e], -1) {
+				out = append(out, [2]int{s + loc[0], s + loc[1]})
+			}
+		}
+		i = e + 1
+	}
+	return out
+}
+
 func findIPv6(sc *scan, dst []Match) []Match {
 	text := sc.text
-	for _, loc := range ipv6RE.FindAllStringIndex(text, -1) {
+	for _, loc := range ipv6Spans(text) {
 		s, e := loc[0], loc[1]
 		if strings.Count(text[s:e], ":") < 2 {
 			continue

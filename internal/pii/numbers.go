@@ -52,16 +52,49 @@ func digitsOf(s string) string {
 
 // SSN
 
-// ssnRE finds the three ways an SSN is written: with dashes (an SSN
+// ssnSpans finds the three ways an SSN is written: with dashes (an SSN
 // wherever its ranges are valid), and with spaces or with nothing between
-// the groups (an SSN only under a label that says so).
-var ssnRE = regexp.MustCompile(`\d{3}-\d{2}-\d{4}|\d{3} \d{2} \d{4}|\d{9}`)
+// the groups (an SSN only under a label that says so). It is the
+// regexp \d{3}-\d{2}-\d{4}|\d{3} \d{2} \d{4}|\d{9}, written out: the
+// regexp package scans large texts a hundred times slower.
+func ssnSpans(text string) [][2]int {
+	var out [][2]int
+	digitsAt := func(i, n int) bool {
+		if i+n > len(text) {
+			return false
+		}
+		for k := i; k < i+n; k++ {
+			if !isDigit(text[k]) {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; i+9 <= len(text); {
+		if !isDigit(text[i]) {
+			i++
+			continue
+		}
+		if digitsAt(i, 3) && i+11 <= len(text) && (text[i+3] == '-' || text[i+3] == ' ') && text[i+6] == text[i+3] && digitsAt(i+4, 2) && digitsAt(i+7, 4) {
+			out = append(out, [2]int{i, i + 11})
+			i += 11
+			continue
+		}
+		if digitsAt(i, 9) {
+			out = append(out, [2]int{i, i + 9})
+			i += 9
+			continue
+		}
+		i++
+	}
+	return out
+}
 
 var ssnLabels = set("ssn", "ssns", "social", "social security", "socialsecurity", "soc sec", "ss", "ssnumber")
 
 func findSSNs(sc *scan, dst []Match) []Match {
 	text := sc.text
-	for _, loc := range ssnRE.FindAllStringIndex(text, -1) {
+	for _, loc := range ssnSpans(text) {
 		s, e := loc[0], loc[1]
 		if !numBoundary(text, s, e, "-./") || !validSSN(digitsOf(text[s:e])) {
 			continue
@@ -85,13 +118,34 @@ func validSSN(d string) bool {
 
 // CARD
 
-// digitRunRE finds runs of digit groups joined by single spaces or dashes,
-// the way card numbers are printed.
-var digitRunRE = regexp.MustCompile(`\d+(?:[ \-]\d+)*`)
+// digitRuns finds runs of digit groups joined by single spaces or dashes,
+// the way card numbers are printed: the regexp \d+(?:[ \-]\d+)*.
+func digitRuns(text string) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(text); {
+		if !isDigit(text[i]) {
+			i++
+			continue
+		}
+		s := i
+		for {
+			for i < len(text) && isDigit(text[i]) {
+				i++
+			}
+			if i+1 < len(text) && (text[i] == ' ' || text[i] == '-') && isDigit(text[i+1]) {
+				i++
+				continue
+			}
+			break
+		}
+		out = append(out, [2]int{s, i})
+	}
+	return out
+}
 
 func findCards(sc *scan, dst []Match) []Match {
 	text := sc.text
-	for _, loc := range digitRunRE.FindAllStringIndex(text, -1) {
+	for _, loc := range digitRuns(text) {
 		s, e := loc[0], loc[1]
 		if e-s < 13 {
 			continue
@@ -284,18 +338,32 @@ func atoi(s string) int {
 
 // IBAN
 
-// ibanStart finds where an IBAN may start: a country code and two check
-// digits.
-var ibanStart = regexp.MustCompile(`[A-Z]{2}\d{2} ?[A-Z0-9]`)
+// ibanStart finds where an IBAN may start in text[from:]: a country code
+// and two check digits (the regexp [A-Z]{2}\d{2} ?[A-Z0-9]); -1 if none.
+func ibanStart(text string, from int) int {
+	upper := func(c byte) bool { return 'A' <= c && c <= 'Z' }
+	for i := from; i+5 <= len(text); i++ {
+		if !upper(text[i]) || !upper(text[i+1]) || !isDigit(text[i+2]) || !isDigit(text[i+3]) {
+			continue
+		}
+		c := text[i+4]
+		if c == ' ' && i+6 <= len(text) {
+			c = text[i+5]
+		}
+		if upper(c) || isDigit(c) {
+			return i
+		}
+	}
+	return -1
+}
 
 func findIBANs(sc *scan, dst []Match) []Match {
 	text := sc.text
 	for pos := 0; pos < len(text); {
-		loc := ibanStart.FindStringIndex(text[pos:])
-		if loc == nil {
+		s := ibanStart(text, pos)
+		if s < 0 {
 			break
 		}
-		s := pos + loc[0]
 		pos = s + 1
 		if s > 0 && (isWord(text[s-1])) {
 			continue

@@ -1,8 +1,8 @@
 package pii
 
 import (
-	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/nyaruka/phonenumbers"
 )
@@ -22,8 +22,53 @@ import (
 //   - a label says it is one ("phone: 4155552671", a "mobile" column):
 //     bare runs of digits are far more often order numbers or ids.
 
-// phoneCandRE finds runs that may hold phone numbers.
-var phoneCandRE = regexp.MustCompile(`(?:\+|%2[Bb]|\(\+?)?\d(?:[\d\-. /()]|\x{00A0}){4,}\d`)
+// phoneCandidates finds runs that may hold phone numbers: the regexp
+// (?:\+|%2[Bb]|\(\+?)?\d(?:[\d\-. /()]|\x{00A0}){4,}\d, written out.
+func phoneCandidates(text string) [][2]int {
+	var out [][2]int
+	inner := func(i int) int { // the length of a run character at i, or 0
+		switch c := text[i]; {
+		case isDigit(c) || c == '-' || c == '.' || c == ' ' || c == '/' || c == '(' || c == ')':
+			return 1
+		case c == 0xC2 && i+1 < len(text) && text[i+1] == 0xA0: // no-break space
+			return 2
+		}
+		return 0
+	}
+	for i := 0; i < len(text); {
+		if !isDigit(text[i]) {
+			i++
+			continue
+		}
+		s := i
+		switch {
+		case s >= 2 && text[s-2:s] == "(+":
+			s -= 2
+		case s >= 1 && (text[s-1] == '+' || text[s-1] == '('):
+			s--
+		case s >= 3 && (text[s-3:s] == "%2B" || text[s-3:s] == "%2b"):
+			s -= 3
+		}
+		j := i + 1
+		lastDigit := i
+		for j < len(text) {
+			n := inner(j)
+			if n == 0 {
+				break
+			}
+			if isDigit(text[j]) {
+				lastDigit = j
+			}
+			j += n
+		}
+		e := lastDigit + 1
+		if e-(i+1) >= 5 { // a digit, four or more characters, a digit
+			out = append(out, [2]int{s, e})
+		}
+		i = j
+	}
+	return out
+}
 
 // nationalRegions are the regions besides the default one whose national
 // formats are recognized: the most populous and the most present in
@@ -42,12 +87,12 @@ var notPhoneLabels = set("sku", "order", "invoice", "ref", "reference", "item", 
 	"txn", "transaction", "confirmation", "booking", "pnr", "id", "uuid", "no", "nr", "number")
 
 var phoneLabels = set("phone", "phones", "tel", "telephone", "telefon", "telefono", "téléphone", "mobile", "mob", "cell",
-	"cellphone", "fax", "whatsapp", "msisdn", "sms", "ph", "call", "contact", "landline", "handy", "portable",
+	"cellphone", "fax", "whatsapp", "wa me", "msisdn", "sms", "ph", "call", "contact", "landline", "handy", "portable",
 	"phonenumber", "tel no", "mobile phone", "cell phone")
 
 func findPhones(sc *scan, dst []Match) []Match {
 	text := sc.text
-	for _, loc := range phoneCandRE.FindAllStringIndex(text, -1) {
+	for _, loc := range phoneCandidates(text) {
 		s, e := loc[0], loc[1]
 		// A closing parenthesis with no opening one belongs to the text.
 		groups := phoneGroups(text, s, e)
@@ -204,9 +249,11 @@ func (d *Detector) isPhone(sc *scan, s, e int, groups []phoneGroup) bool {
 	if !formatted && !labelled {
 		return false
 	}
-	if num, err := phonenumbers.Parse(norm, d.phoneRegion); err == nil && phonenumbers.IsValidNumberForRegion(num, d.phoneRegion) &&
-		phonenumbers.IsNationalPrefixPresentIfRequired(num) && (labelled || keepsGrouping(num, d.phoneRegion, groups)) {
-		return true
+	if possibleIn(d.phoneRegion, all) {
+		if num, err := phonenumbers.Parse(norm, d.phoneRegion); err == nil && phonenumbers.IsValidNumberForRegion(num, d.phoneRegion) &&
+			phonenumbers.IsNationalPrefixPresentIfRequired(num) && (labelled || keepsGrouping(num, d.phoneRegion, groups)) {
+			return true
+		}
 	}
 	if labelled && !strings.HasPrefix(all, "0") && n >= 11 {
 		// A label makes a bare E.164 number without its + a phone.
@@ -221,7 +268,7 @@ func (d *Detector) isPhone(sc *scan, s, e int, groups []phoneGroup) bool {
 		return false
 	}
 	for _, r := range nationalRegions {
-		if r == d.phoneRegion {
+		if r == d.phoneRegion || !possibleIn(r, all) {
 			continue
 		}
 		num, err := phonenumbers.Parse(norm, r)
@@ -229,6 +276,41 @@ func (d *Detector) isPhone(sc *scan, s, e int, groups []phoneGroup) bool {
 			continue
 		}
 		if keepsGrouping(num, r, groups) || labelled && phonenumbers.GetNddPrefixForRegion(r, true) != "" && strings.HasPrefix(all, phonenumbers.GetNddPrefixForRegion(r, true)) {
+			return true
+		}
+	}
+	return false
+}
+
+// possibleLengths are the lengths of national significant numbers per
+// region, from libphonenumber's metadata: checking them first spares a
+// parse (tens of microseconds) for most runs of digits.
+var possibleLengths = sync.OnceValue(func() map[string][]int32 {
+	out := map[string][]int32{}
+	coll, err := phonenumbers.MetadataCollection()
+	if err != nil {
+		return out
+	}
+	for _, m := range coll.GetMetadata() {
+		out[m.GetId()] = m.GetGeneralDesc().GetPossibleLength()
+	}
+	return out
+})
+
+// possibleIn reports whether digits, less the region's national prefix if
+// they start with it, have the length of a number of region. A region
+// whose lengths are unknown admits any.
+func possibleIn(region, digits string) bool {
+	lens, ok := possibleLengths()[region]
+	if !ok || len(lens) == 0 {
+		return true
+	}
+	n := len(digits)
+	if ndd := phonenumbers.GetNddPrefixForRegion(region, true); ndd != "" && strings.HasPrefix(digits, ndd) {
+		n -= len(ndd)
+	}
+	for _, l := range lens {
+		if int(l) == n || int(l) == len(digits) {
 			return true
 		}
 	}
@@ -246,7 +328,7 @@ func plausibleNational(span string, groups []phoneGroup) bool {
 	if dots > 0 && (len(groups) == 2 || len(groups) == 4 && maxLen(groups) <= 3) {
 		return false
 	}
-	if len(groups) == 3 && (isDate(groups[0].digits, groups[1].digits, groups[2].digits) || isDate(groups[2].digits, groups[1].digits, groups[0].digits)) {
+	if len(groups) >= 3 && (isDate(groups[0].digits, groups[1].digits, groups[2].digits) || len(groups) == 3 && isDate(groups[2].digits, groups[1].digits, groups[0].digits)) {
 		return false
 	}
 	if len(groups) >= 3 && len(groups[0].digits) <= 3 && groups[0].digits[0] != '0' && span[0] != '(' {

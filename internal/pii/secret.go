@@ -41,17 +41,19 @@ type gitleaksAllow struct {
 type compiledRule struct {
 	id        string
 	re        *regexp.Regexp
+	anchored  *regexp.Regexp // re that must match at the start of its input
 	group     int
 	entropy   float64
 	allow     []compiledAllow
+	index     int  // in secretRules.rules
 	multiline bool // the rule may match across lines: it runs to the end of the text
 	generic   bool // a key-name rule: subject to the checks for encoded data
 }
 
 type compiledAllow struct {
 	target    string
-	re        *regexp.Regexp // nil: none
-	stopwords []string
+	res       []*regexp.Regexp // any matching allows
+	stopwords *ahoCorasick     // nil: none
 }
 
 // secretRules are the compiled rules and the keyword index that says which
@@ -82,19 +84,25 @@ var loadSecretRules = sync.OnceValues(func() (*secretRules, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pii: gitleaks rule %s: %w", r.id, err)
 		}
-		cr := compiledRule{id: r.id, re: re, group: r.secretGroup, entropy: r.entropy,
+		anchored, err := regexp.Compile(`^(?:` + strings.ReplaceAll(r.regex, gitleaksEnd, dataEnd) + `)`)
+		if err != nil {
+			return nil, fmt.Errorf("pii: gitleaks rule %s: %w", r.id, err)
+		}
+		cr := compiledRule{id: r.id, re: re, anchored: anchored, group: r.secretGroup, entropy: r.entropy,
 			multiline: strings.Contains(r.regex, `\s\S`) || strings.Contains(r.regex, "(?s"),
 			generic:   r.id == "generic-api-key"}
 		for _, a := range r.allow {
-			ca := compiledAllow{target: a.target, stopwords: a.stopwords}
-			if len(a.regexes) > 0 {
-				if ca.re, err = regexp.Compile(strings.Join(wrap(a.regexes), "|")); err != nil {
-					return nil, fmt.Errorf("pii: gitleaks rule %s allowlist: %w", r.id, err)
-				}
+			ca := compiledAllow{target: a.target}
+			if len(a.stopwords) > 0 {
+				ca.stopwords = newAhoCorasick(lowerAll(a.stopwords))
+			}
+			if ca.res, err = compileAlternatives(a.regexes); err != nil {
+				return nil, fmt.Errorf("pii: gitleaks rule %s allowlist: %w", r.id, err)
 			}
 			cr.allow = append(cr.allow, ca)
 		}
 		idx := len(sr.rules)
+		cr.index = idx
 		sr.rules = append(sr.rules, cr)
 		if len(r.keywords) == 0 {
 			sr.always = append(sr.always, idx)
@@ -112,68 +120,137 @@ var loadSecretRules = sync.OnceValues(func() (*secretRules, error) {
 		}
 	}
 	var err error
-	if sr.global.re, err = regexp.Compile(strings.Join(wrap(gitleaksGlobalRegexes), "|")); err != nil {
+	if sr.global.res, err = compileAlternatives(gitleaksGlobalRegexes); err != nil {
 		return nil, fmt.Errorf("pii: gitleaks global allowlist: %w", err)
 	}
-	sr.global.stopwords = gitleaksGlobalStopwords
+	sr.global.stopwords = newAhoCorasick(lowerAll(gitleaksGlobalStopwords))
 	sr.keywords = newAhoCorasick(kws)
 	return sr, nil
 })
 
-// wrap puts each regex in a group of its own, so that joining them with |
-// keeps each whole.
-func wrap(res []string) []string {
-	out := make([]string, len(res))
-	for i, r := range res {
-		out[i] = "(?:" + r + ")"
+// compileAlternatives compiles allowlist regexps, splitting one of the
+// form (?i)(?:a|b|...) into its alternatives: Go's regexp runs a large
+// alternation many times slower than its parts one after the other (gitleaks'
+// generic allowlist took 0.7 ms a match).
+func compileAlternatives(res []string) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for _, r := range res {
+		parts := []string{r}
+		if inner, ok := strings.CutPrefix(r, "(?i)(?:"); ok && strings.HasSuffix(inner, ")") {
+			if alts := splitTop(inner[:len(inner)-1]); len(alts) > 1 {
+				parts = parts[:0]
+				for _, a := range alts {
+					parts = append(parts, "(?i)"+a)
+				}
+			}
+		}
+		for _, p := range parts {
+			re, err := regexp.Compile(p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, re)
+		}
 	}
-	return out
+	return out, nil
 }
+
+// splitTop splits a pattern at its top-level |, outside groups and
+// character classes.
+func splitTop(p string) []string {
+	var out []string
+	depth, last := 0, 0
+	inClass := false
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '\\':
+			i++
+		case inClass:
+			if c == ']' {
+				inClass = false
+			}
+		case c == '[':
+			inClass = true
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == '|' && depth == 0:
+			out = append(out, p[last:i])
+			last = i + 1
+		}
+	}
+	return append(out, p[last:])
+}
+
+// Windows around a keyword: how far before it a rule's match may start
+// (gitleaks' key-name rules allow 50 characters of name before the
+// keyword) and how far after it a match may end. Capping the windows
+// keeps the cost linear when a keyword repeats on a long line.
+const (
+	windowBefore = 128
+	windowAfter  = 2048
+	windowMulti  = 64 << 10 // for rules that span lines (private keys)
+)
 
 func (sr *secretRules) find(sc *scan, dst []Match) []Match {
 	text := sc.text
 	lower := asciiLower(text)
-	// The windows each rule runs in: the lines around its keywords.
-	windows := map[int][][2]int{}
+	seen := map[[2]int]bool{}
+	tried := map[[2]int]bool{} // rule, anchor
+	// A rule is tried where one of its keywords is: anchored at the start
+	// of the name the keyword is part of (gitleaks' key-name rules begin
+	// with up to 50 name characters before the keyword) and at the
+	// keyword itself, within the keyword's line, or the next (a value on
+	// its own line). Anchoring spares the regexp the search over every
+	// position of the line, which costs a hundred times more.
 	sr.keywords.each(lower, func(ki, pos int) {
+		nameStart := pos
+		for nameStart > 0 && pos-nameStart < 50 && (isWord(text[nameStart-1]) || text[nameStart-1] == '.' || text[nameStart-1] == '-') {
+			nameStart--
+		}
 		for _, ri := range sr.byKeyword[ki] {
-			ws := windows[ri]
-			start := strings.LastIndexByte(text[:pos], '\n') + 1
-			end := len(text)
-			if !sr.rules[ri].multiline {
-				end = lineEnd(text, lineEnd(text, pos)+1)
+			r := &sr.rules[ri]
+			end := min(len(text), pos+windowMulti)
+			if !r.multiline {
+				end = min(lineEnd(text, lineEnd(text, pos)+1), pos+windowAfter)
 			}
-			if n := len(ws); n > 0 && ws[n-1][1] >= start {
-				ws[n-1][1] = max(ws[n-1][1], end)
-			} else {
-				ws = append(ws, [2]int{start, end})
+			for _, a := range [2]int{nameStart, pos} {
+				if tried[[2]int{ri, a}] {
+					continue
+				}
+				tried[[2]int{ri, a}] = true
+				dst = sr.runRule(sc, r, a, end, seen, dst)
 			}
-			windows[ri] = ws
 		}
 	})
 	for _, ri := range sr.always {
-		windows[ri] = [][2]int{{0, len(text)}}
+		dst = sr.scanRule(sc, &sr.rules[ri], seen, dst)
 	}
-	idxs := make([]int, 0, len(windows))
-	for ri := range windows {
-		idxs = append(idxs, ri)
-	}
-	sort.Ints(idxs)
-	for _, ri := range idxs {
-		r := &sr.rules[ri]
-		for _, w := range windows[ri] {
-			dst = sr.runRule(sc, r, w[0], w[1], dst)
-		}
-	}
-	dst = findExtraSecrets(sc, dst)
+	dst = findExtraSecrets(sc, lower, dst)
 	return dst
 }
 
 // runRule applies one gitleaks rule to text[ws:we], as gitleaks' detector
 // does to a fragment.
-func (sr *secretRules) runRule(sc *scan, r *compiledRule, ws, we int, dst []Match) []Match {
+func (sr *secretRules) runRule(sc *scan, r *compiledRule, ws, we int, seen map[[2]int]bool, dst []Match) []Match {
+	loc := r.anchored.FindStringSubmatchIndex(sc.text[ws:we])
+	if loc == nil {
+		return dst
+	}
+	return sr.report(sc, r, ws, [][]int{loc}, seen, dst)
+}
+
+// scanRule applies a rule without keywords to the whole text.
+func (sr *secretRules) scanRule(sc *scan, r *compiledRule, seen map[[2]int]bool, dst []Match) []Match {
+	return sr.report(sc, r, 0, r.re.FindAllStringSubmatchIndex(sc.text, -1), seen, dst)
+}
+
+// report checks the matches of a rule in text[ws:], as gitleaks' detector
+// does, and adds the secrets that pass.
+func (sr *secretRules) report(sc *scan, r *compiledRule, ws int, locs [][]int, seen map[[2]int]bool, dst []Match) []Match {
 	text := sc.text
-	for _, loc := range r.re.FindAllStringSubmatchIndex(text[ws:we], -1) {
+	for _, loc := range locs {
 		ms, me := ws+loc[0], ws+loc[1]
 		ss, se := ms, me
 		if len(loc) > 2 {
@@ -192,9 +269,14 @@ func (sr *secretRules) runRule(sc *scan, r *compiledRule, ws, we int, dst []Matc
 			}
 		}
 		secret := text[ss:se]
-		if secret == "" {
+		// Each keyword of a rule anchors it again; check a secret once.
+		if secret == "" || sc.checked[[3]int{r.index, ss, se}] {
 			continue
 		}
+		if sc.checked == nil {
+			sc.checked = map[[3]int]bool{}
+		}
+		sc.checked[[3]int{r.index, ss, se}] = true
 		if r.entropy != 0 && entropy(secret) <= r.entropy {
 			continue
 		}
@@ -212,10 +294,14 @@ func (sr *secretRules) runRule(sc *scan, r *compiledRule, ws, we int, dst []Matc
 		if skip {
 			continue
 		}
-		if r.generic && !genericSecretOK(text, ms, ss, se) {
+		if r.generic && !genericSecretOK(text, ms, ss, se) || placeholderRun(secret) {
 			continue
 		}
 		ss, se = widenSecret(text, ss, se)
+		if seen[[2]int{ss, se}] {
+			continue
+		}
+		seen[[2]int{ss, se}] = true
 		dst = sc.add(dst, KindSecret, ss, se)
 	}
 	return dst
@@ -229,18 +315,25 @@ func allowed(a compiledAllow, secret, match, line string) bool {
 	case "line":
 		target = line
 	}
-	if a.re != nil && a.re.MatchString(target) {
-		return true
-	}
-	if len(a.stopwords) > 0 {
-		ls := strings.ToLower(secret)
-		for _, w := range a.stopwords {
-			if strings.Contains(ls, w) {
-				return true
-			}
+	for _, re := range a.res {
+		if re.MatchString(target) {
+			return true
 		}
 	}
+	if a.stopwords != nil {
+		found := false
+		a.stopwords.each(strings.ToLower(secret), func(int, int) { found = true })
+		return found
+	}
 	return false
+}
+
+func lowerAll(ws []string) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = strings.ToLower(w)
+	}
+	return out
 }
 
 func lineEnd(text string, pos int) int {
@@ -290,6 +383,10 @@ func widenSecret(text string, s, e int) (int, int) {
 // any key but an Authorization one), and values under keys that name
 // public or non-secret things.
 func genericSecretOK(text string, ms, ss, se int) bool {
+	// The key is the whole name, though the match may start inside it.
+	for ms > 0 && ss-ms < 128 && (isWord(text[ms-1]) || text[ms-1] == '.' || text[ms-1] == '-') {
+		ms--
+	}
 	key := strings.ToLower(text[ms:ss])
 	if nonSecretKey.MatchString(key) {
 		return false
@@ -361,14 +458,14 @@ var (
 	pemRE     = regexp.MustCompile(`-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----`)
 	pemOpenRE = regexp.MustCompile(`-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----(?:\r?\n[A-Za-z0-9+/=:\- ]*)+`)
 	// urlPassRE finds the password of a URL's user information.
-	urlPassRE = regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@?#"<>]{1,128}:([^\s/?#'"<>]{1,256})@[A-Za-z0-9\[]`)
+	urlPassRE = regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@?#"<>]{0,128}:([^\s/?#'"<>]{1,256})@[A-Za-z0-9\[]`)
 	// assignRE finds a value assigned to a key whose name says it is a
 	// secret, in .env files, YAML, JSON, logs and command lines.
 	assignRE = regexp.MustCompile(`(?i)([A-Za-z0-9_.\-]*(?:passw(?:or)?d|passwort|pwd|passphrase|secret|token|api[_.\-]?key|apikey|access[_.\-]?key|private[_.\-]?key|signing[_.\-]?key|encryption[_.\-]?key|master[_.\-]?key|session[_.\-]?key|client[_.\-]?key|credentials?|auth[_.\-]?key|_pass\b|\bpass\b)[A-Za-z0-9_.\-]*)["']?\s*(?::=|=>|=|:)[ \t]*["'\x60]?([^\s"'\x60,;<>{}\[\]]+)`)
 	// prefixRE finds tokens by the prefixes their issuers give them, in
 	// shapes looser than gitleaks' rules (which also skip AWS's
 	// documentation key): data holds tokens of older or newer formats.
-	prefixRE = regexp.MustCompile(`\b(?:(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}|gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{50,255}|xox[abposr]-[A-Za-z0-9-]{10,250}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,247}|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,250}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}|AIza[A-Za-z0-9_-]{35})\b`)
+	prefixRE = regexp.MustCompile(`\b(?:(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}|gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{50,255}|xox[abposr]-[A-Za-z0-9-]{10,250}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,247}|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,250}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}|dckr_pat_[A-Za-z0-9_-]{20,}|AIza[A-Za-z0-9_-]{35})\b`)
 	// passwordIsRE finds a password given in a sentence.
 	passwordIsRE = regexp.MustCompile(`(?i)\b(?:password|passcode|passphrase|pwd)\s+(?:is|was|:)\s+["']?([^\s"',;]+)`)
 	// authRE finds the credentials of an Authorization header or a bearer
@@ -382,30 +479,42 @@ var nextParam = regexp.MustCompile(`&[A-Za-z_][A-Za-z0-9_.\-]*=`)
 var passwordKey = regexp.MustCompile(`(?i)(?:passw(?:or)?d|passwort|pwd|passphrase|(?:^|[_.\-])pass$|^pass$)`)
 
 // placeholder matches values that stand for a secret without being one.
-var placeholder = regexp.MustCompile(`(?i)^(?:\$\{?[A-Za-z_][\w.]*\}?|\{\{.*\}\}|%[A-Za-z_]+%|<[^>]*>|\[[^\]]*\]|\*+|x+|\.+|-+|_+|#+|null|none|nil|undefined|true|false|yes|no|empty|required|optional|redacted|hidden|masked|secret|password|passwd|pwd|pass|changeme_?later|your[_\-]?\w*|example\w*|dummy\w*|sample\w*|placeholder\w*|test|todo|tbd|fixme|n/a|env|process\.env\.\w+|os\.environ.*|getenv.*|<redacted>|\*\*\*.*)$`)
+var placeholder = regexp.MustCompile(`(?i)^(?:\$\{?[A-Za-z_][\w.]*\}?|\{\{.*\}\}|%[A-Za-z_]+%|<[^>]*>|\[[^\]]*\]|\*+|x+|\.+|-+|_+|#+|null|none|nil|undefined|true|false|yes|no|empty|required|optional|redacted|hidden|masked|secret|password|passwd|pwd|pass|changeme_?later|anonymous|guest|your[_\-]?\w*|example\w*|dummy\w*|sample\w*|placeholder\w*|test|todo|tbd|fixme|n/a|env|process\.env\.\w+|os\.environ.*|getenv.*|<redacted>|\*\*\*.*)$`)
 
-func findExtraSecrets(sc *scan, dst []Match) []Match {
+func findExtraSecrets(sc *scan, lower string, dst []Match) []Match {
 	text := sc.text
-	for _, loc := range pemRE.FindAllStringIndex(text, -1) {
-		dst = sc.add(dst, KindSecret, loc[0], loc[1])
+	each := func(re *regexp.Regexp, keywords []string, multiline bool, f func(loc []int)) {
+		for _, w := range keywordWindows(text, lower, keywords, multiline) {
+			for _, loc := range re.FindAllStringSubmatchIndex(text[w[0]:w[1]], -1) {
+				for i := range loc {
+					if loc[i] >= 0 {
+						loc[i] += w[0]
+					}
+				}
+				f(loc)
+			}
+		}
 	}
-	for _, loc := range pemOpenRE.FindAllStringIndex(text, -1) {
+	each(pemRE, []string{"-----begin"}, true, func(loc []int) {
+		dst = sc.add(dst, KindSecret, loc[0], loc[1])
+	})
+	each(pemOpenRE, []string{"-----begin"}, true, func(loc []int) {
 		if !strings.Contains(text[loc[0]:loc[1]], "-----END") {
 			e := strings.TrimRight(text[loc[0]:loc[1]], " \r\n")
 			dst = sc.add(dst, KindSecret, loc[0], loc[0]+len(e))
 		}
-	}
-	for _, loc := range prefixRE.FindAllStringIndex(text, -1) {
+	})
+	each(prefixRE, prefixKeywords, false, func(loc []int) {
 		s, e := widenSecret(text, loc[0], loc[1])
 		dst = sc.add(dst, KindSecret, s, e)
-	}
-	for _, loc := range urlPassRE.FindAllStringSubmatchIndex(text, -1) {
+	})
+	each(urlPassRE, []string{"://"}, false, func(loc []int) {
 		s, e := loc[2], loc[3]
 		if v := text[s:e]; !placeholder.MatchString(v) && !strings.HasPrefix(v, "[") {
 			dst = sc.add(dst, KindSecret, s, e)
 		}
-	}
-	for _, loc := range assignRE.FindAllStringSubmatchIndex(text, -1) {
+	})
+	each(assignRE, assignKeywords, false, func(loc []int) {
 		ks, ke, s, e := loc[2], loc[3], loc[4], loc[5]
 		// In a URL's query the next parameter ends the value.
 		if m := nextParam.FindStringIndex(text[s:e]); m != nil {
@@ -413,43 +522,114 @@ func findExtraSecrets(sc *scan, dst []Match) []Match {
 		}
 		s, e = trimValue(text, s, e)
 		if e <= s {
-			continue
+			return
 		}
 		key, v := text[ks:ke], text[s:e]
 		if placeholder.MatchString(v) || isTokenText(v) {
-			continue
+			return
 		}
 		if passwordKey.MatchString(key) && !nonSecretKey.MatchString(strings.ToLower(key)) {
 			if len(v) >= 4 && !strings.Contains(v, "://") && !looksLikeWord(v) {
 				dst = sc.add(dst, KindSecret, s, e)
 			}
-			continue
+			return
 		}
 		if nonSecretKey.MatchString(strings.ToLower(key)) || len(v) < 16 || !highEntropy(v) || encodedText(v) || strings.Contains(v, "://") || strings.HasPrefix(v, "/") {
-			continue
+			return
 		}
 		s, e = widenSecret(text, s, e)
 		dst = sc.add(dst, KindSecret, s, e)
-	}
-	for _, loc := range passwordIsRE.FindAllStringSubmatchIndex(text, -1) {
+	})
+	each(passwordIsRE, []string{"passw", "passcode", "passphrase", "pwd"}, false, func(loc []int) {
 		s, e := trimValue(text, loc[2], loc[3])
 		if v := text[s:e]; len(v) >= 6 && !placeholder.MatchString(v) && !looksLikeWord(v) && !isTokenText(v) {
 			dst = sc.add(dst, KindSecret, s, e)
 		}
-	}
-	for _, loc := range authRE.FindAllStringSubmatchIndex(text, -1) {
+	})
+	each(authRE, []string{"authorization", "bearer"}, false, func(loc []int) {
 		s, e := loc[2], loc[3]
 		v := text[s:e]
 		if placeholder.MatchString(v) || isTokenText(v) || strings.EqualFold(v, "bearer") || strings.EqualFold(v, "basic") {
-			continue
+			return
 		}
 		if len(v) < 16 && !strings.Contains(v, "=") && entropy(v) < 3 {
-			continue
+			return
 		}
 		s, e = widenSecret(text, s, e)
 		dst = sc.add(dst, KindSecret, s, e)
-	}
+	})
 	return dst
+}
+
+// The keywords that must be on a line for each of codecell's rules to run
+// on it, as gitleaks' keywords do for its rules.
+var (
+	prefixKeywords = []string{"akia", "asia", "abia", "acca", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "sk_live", "sk_test", "rk_live", "rk_test", "sk-proj", "sk-svcacct", "sk-admin", "glpat-", "npm_", "dckr_pat_", "aiza"}
+	assignKeywords = []string{"pass", "pwd", "secret", "token", "key", "credential", "auth"}
+)
+
+// keywordWindows returns the spans of text to run a rule on: the lines that
+// hold one of keywords (in lower, text in lower case) and the line after
+// each, merged; with multiline, from such a line to the end of the text.
+func keywordWindows(text, lower string, keywords []string, multiline bool) [][2]int {
+	var ws [][2]int
+	for _, k := range keywords {
+		for off := 0; ; {
+			i := strings.Index(lower[off:], k)
+			if i < 0 {
+				break
+			}
+			pos := off + i
+			start := max(strings.LastIndexByte(text[:pos], '\n')+1, pos-windowBefore)
+			end := min(len(text), pos+windowMulti)
+			if !multiline {
+				end = min(lineEnd(text, lineEnd(text, pos)+1), pos+windowAfter)
+			}
+			ws = append(ws, [2]int{start, end})
+			off = pos + len(k)
+		}
+	}
+	if len(ws) < 2 {
+		return ws
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i][0] < ws[j][0] })
+	out := ws[:1]
+	for _, w := range ws[1:] {
+		if last := &out[len(out)-1]; w[0] <= last[1] {
+			last[1] = max(last[1], w[1])
+		} else {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// placeholderRun reports whether a secret-shaped value is a placeholder of
+// one character repeated (XXXXXXXX, 00000000): more than half of it one
+// character, or a run of twelve of the same.
+func placeholderRun(v string) bool {
+	if len(v) < 12 {
+		return false
+	}
+	var counts [256]int
+	run := 0
+	for i := 0; i < len(v); i++ {
+		counts[v[i]]++
+		if i > 0 && v[i] == v[i-1] {
+			run++
+			if run >= 11 {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	for _, c := range counts {
+		if 2*c > len(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // trimValue drops what closes a value rather than belongs to it: a

@@ -805,6 +805,27 @@ def bad_iban():
     return " ".join(v[i:i + 4] for i in range(0, len(v), 4))
 
 
+def hand(path):
+    """The hand-written samples of hand.txt (see its header)."""
+    import os
+    import re
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), path), encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            fmt, text = line.split("|", 1)
+            text = text.replace("\\n", "\n")
+            parts = []
+            last = 0
+            for m in re.finditer(r"⟦([A-Z0-9]+)\|(.*?)⟧", text, re.S):
+                parts.append(text[last:m.start()])
+                parts.append((m.group(1), m.group(2)))
+                last = m.end()
+            parts.append(text[last:])
+            emit(fmt, parts)
+
+
 def main():
     gen_logs(230)
     gen_csv(110)
@@ -816,6 +837,7 @@ def main():
     gen_mixed(80)
     gen_negatives(420)
     R.shuffle(OUT)
+    hand("hand.txt")
     for o in OUT:
         sys.stdout.write(json.dumps(o, ensure_ascii=False) + "\n")
 
