@@ -6,7 +6,8 @@ The secret detectors of package pii start from the rules of gitleaks
 Zachary Rice; the licence is in LICENSE.gitleaks). This script reads its
 config/gitleaks.toml and writes the rules as Go data:
 
-    python3 gen_gitleaks.py path/to/gitleaks/config/gitleaks.toml VERSION
+    python3 gen_gitleaks.py path/to/gitleaks/config/gitleaks.toml VERSION > gitleaks_rules.go
+    gofmt -w gitleaks_rules.go
 
 Rules that gitleaks applies only to some file paths are left out (codecell
 sees text, not files), and so are allowlists that need a path or a commit.

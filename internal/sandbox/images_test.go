@@ -93,13 +93,13 @@ func TestResultFrameImages(t *testing.T) {
 // runner's own cut, is held to the output limit by the host.
 func TestResultCappedByHost(t *testing.T) {
 	big := strings.Repeat("x", 5000)
-	if got := capResult(big, 1000).(string); !strings.HasPrefix(got, big[:1000]) || len(got) > 1200 || !strings.Contains(got, "4000 more characters dropped") {
+	if got := capResult(big, 1000, nil).(string); !strings.HasPrefix(got, big[:1000]) || len(got) > 1200 || !strings.Contains(got, "4000 more characters dropped") {
 		t.Errorf("string: %d bytes: %.80q", len(got), got)
 	}
-	if got := capResult(map[string]any{"a": big}, 1000); !strings.Contains(fmt.Sprint(got), "over the output limit") {
+	if got := capResult(map[string]any{"a": big}, 1000, nil); !strings.Contains(fmt.Sprint(got), "over the output limit") {
 		t.Errorf("object: %.80v", got)
 	}
-	if got := capResult(map[string]any{"a": "b"}, 1000); fmt.Sprint(got) != "map[a:b]" {
+	if got := capResult(map[string]any{"a": "b"}, 1000, nil); fmt.Sprint(got) != "map[a:b]" {
 		t.Errorf("small object: %v", got)
 	}
 

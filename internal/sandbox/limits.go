@@ -83,7 +83,9 @@ func (l Limits) forRunner(level Level) runnerLimits {
 		FileSize:    l.FileSize,
 		OpenFiles:   l.OpenFiles,
 		CPUSeconds:  int64((l.CPUTime + time.Second - 1) / time.Second),
-		ResultBytes: l.Output,
+		// The runner cuts a long repr past CutMargin, so that capResult,
+		// host-side, sees the value that crosses the limit whole.
+		ResultBytes: l.Output + CutMargin,
 		Pids:        l.Pids,
 		Level:       level,
 	}

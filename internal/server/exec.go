@@ -110,8 +110,8 @@ type job struct {
 	Req *mcp.CallToolRequest
 }
 
-// runCode is the one path every execution takes: it runs the code, then
-// tokenizes personal data in what goes back to the model.
+// runCode is the one path every execution takes: it runs the code and
+// logs it; the gate tokenizes what goes back to the model.
 func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, ExecuteCodeOutput, error) {
 	s.activity.begin()
 	defer s.activity.end()
@@ -126,6 +126,9 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 		Timeout:      j.Timeout,
 		Calls:        calls,
 		MaxToolCalls: s.cfg.Sandbox.MaxToolCalls,
+		// Output over the limit is cut where no value is cut in two: the
+		// gate then tokenizes the whole of what is kept.
+		Cut: s.gate.Cut,
 	}
 	if err := s.withEnvironment(j.Namespace, &sreq); err != nil {
 		return nil, ExecuteCodeOutput{}, err
@@ -143,10 +146,8 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	out.ToolCalls.Calls, out.ContextSavings.ToolResultBytes = calls.record()
 	out.ToolCalls.Count = len(out.ToolCalls.Calls)
 	// Personal data the code printed or returned reaches the model only as
-	// tokens; the bytes returned are counted after that.
-	if err := s.privacy.output(ctx, j.Namespace, &out); err != nil {
-		return nil, ExecuteCodeOutput{}, err
-	}
+	// tokens: the gate tokenizes the whole result on its way out
+	// (gateMiddleware). The bytes returned are counted before that.
 	out.ContextSavings.ReturnedBytes = returnedBytes(out)
 	content, err := watch.report(ctx, &out, render(out)) // out.Files, and their links
 	if err != nil {
