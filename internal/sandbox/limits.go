@@ -79,10 +79,10 @@ type runnerLimits struct {
 
 func (l Limits) forRunner(level Level) runnerLimits {
 	r := runnerLimits{
-		Memory:      l.Memory,
-		FileSize:    l.FileSize,
-		OpenFiles:   l.OpenFiles,
-		CPUSeconds:  int64((l.CPUTime + time.Second - 1) / time.Second),
+		Memory:     l.Memory,
+		FileSize:   l.FileSize,
+		OpenFiles:  l.OpenFiles,
+		CPUSeconds: int64((l.CPUTime + time.Second - 1) / time.Second),
 		// The runner cuts a long repr past CutMargin, so that capResult,
 		// host-side, sees the value that crosses the limit whole.
 		ResultBytes: l.Output + CutMargin,
