@@ -173,7 +173,7 @@ func findCards(sc *scan, dst []Match) []Match {
 			}
 			continue
 		}
-		if s > 0 && isWord(text[s-1]) || e < len(text) && isWord(text[e]) {
+		if !gluedOK(text, s, e) {
 			continue
 		}
 		// The run may hold more than the card ("4111 1111 1111 1111 2027"
