@@ -292,7 +292,7 @@ type exitInfo struct {
 // exchange must have stopped.
 func (x *exchange) finish(res *Result, exit exitInfo, lim Limits) {
 	res.Stdout, res.Stderr = x.stdout.text(), x.stderr.text()
-	res.Truncated = Truncated{Stdout: x.stdout.dropped > 0, Stderr: x.stderr.dropped > 0}
+	res.Truncated = Truncated{Stdout: x.stdout.truncated(), Stderr: x.stderr.truncated()}
 	switch {
 	case res.Error != nil: // timeout or cancellation, decided by the caller
 	case x.fault != nil:

@@ -144,6 +144,11 @@ func (c *capture) add(p []byte) {
 	c.dropped += int64(len(p))
 }
 
+// truncated reports whether the stream was cut at the limit.
+func (c *capture) truncated() bool {
+	return c.dropped > 0 || int64(len(c.buf)) > c.limit
+}
+
 // text is the kept output as valid UTF-8 (what is not is replaced, including
 // a character cut at the limit), with a note of what was dropped.
 func (c *capture) text() string {
