@@ -1,6 +1,7 @@
 package pii
 
 import (
+	"regexp"
 	"strings"
 	"unicode"
 )
@@ -17,7 +18,7 @@ const labelWindow = 48
 // filler are words that may stand between a label and its value: "SSN
 // number", "phone no.", "tel #", "my SSN is".
 var filler = map[string]bool{
-	"is": true, "was": true, "number": true, "no": true, "nr": true, "num": true, "nbr": true,
+	"is": true, "was": true, "me": true, "us": true, "him": true, "them": true, "reach": true, "to": true, "number": true, "no": true, "nr": true, "num": true, "nbr": true,
 	"of": true, "the": true, "my": true, "his": true, "her": true, "their": true, "your": true, "our": true,
 	"primary": true, "main": true, "home": true, "work": true, "office": true, "personal": true,
 	"value": true, "field": true, "id": true, "at": true, "on": true,
@@ -35,7 +36,7 @@ func labelWords(s string) []string {
 		}
 	}
 	var prev rune
-	inName := false // the current run of letters and digits began with a letter
+	inName := false // the current run of letters, digits, _ and - began with a letter
 	for _, r := range s {
 		switch {
 		case unicode.IsLetter(r):
@@ -46,11 +47,13 @@ func labelWords(s string) []string {
 			b.WriteRune(unicode.ToLower(r))
 		case unicode.IsDigit(r):
 			flush()
-			// Digits after letters end a name ("phone2"); digits on
-			// their own are a value, after which no label follows.
+			// Digits in a name end a word ("phone2", "SSN_1"); digits
+			// on their own are a value, after which no label follows.
 			if !inName && !unicode.IsDigit(prev) {
 				words = append(words, "0")
 			}
+		case r == '_' || r == '-' || r == '.':
+			flush() // a name goes on: SSN_1, e-mail
 		default:
 			flush()
 			inName = false
@@ -64,6 +67,9 @@ func labelWords(s string) []string {
 // endsWithLabel reports whether the words end, past any filler, with one of
 // labels (each one or two words: "social security").
 func endsWithLabel(words []string, labels map[string]bool) bool {
+	if n := len(words); n >= 2 && labels[words[n-2]+" "+words[n-1]] {
+		return true
+	}
 	n := len(words)
 	for n > 0 && filler[words[n-1]] {
 		n--
@@ -90,10 +96,8 @@ func (s *scan) labelled(start int, labels map[string]bool) bool {
 	if len(trimmed) < len(before) && endsWithLabel(labelWords(trimmed), labels) {
 		return true
 	}
-	if h := s.header(); h != nil {
-		if name, ok := h.column(s.text, start); ok && endsWithLabel(labelWords(name), labels) {
-			return true
-		}
+	if name, ok := s.column(start); ok && endsWithLabel(labelWords(name), labels) {
+		return true
 	}
 	return false
 }
@@ -113,100 +117,182 @@ func (s *scan) labelledExact(start int, labels map[string]bool) bool {
 	if len(w) > 0 && labels[w[len(w)-1]] {
 		return true
 	}
-	if h := s.header(); h != nil {
-		if name, ok := h.column(s.text, start); ok {
-			w := labelWords(name)
-			return len(w) > 0 && labels[w[len(w)-1]]
-		}
+	if name, ok := s.column(start); ok {
+		w := labelWords(name)
+		return len(w) > 0 && labels[w[len(w)-1]]
 	}
 	return false
 }
 
-// csvHeader is the first line of a delimited table.
-type csvHeader struct {
-	delim  byte
-	names  []string
-	endPos int // where the header line ends
+// table is a block of delimited lines (CSV, TSV, a Markdown table) under a
+// header line of names.
+type table struct {
+	delim      byte
+	names      []string
+	start, end int // the byte span of its data lines (after the header)
 }
 
-// header returns the text's table header, or nil when its first line does
-// not read as one: two or more fields, delimited by a comma, semicolon, tab
-// or bar, each a short name.
-func (s *scan) header() *csvHeader {
-	if s.csvDone {
-		return s.csv
+// tables parses the text's tables, once.
+func (s *scan) tables() []table {
+	if s.tablesDone {
+		return s.tabs
 	}
-	s.csvDone = true
-	text := strings.TrimLeft(s.text, "\r\n")
-	offset := len(s.text) - len(text)
-	end := strings.IndexByte(text, '\n')
-	if end < 0 {
+	s.tablesDone = true
+	text := s.text
+	if strings.IndexByte(text, '\n') < 0 {
 		return nil // one line: no table
 	}
-	line := strings.TrimRight(text[:end], "\r")
-	for _, delim := range []byte{',', ';', '\t', '|'} {
-		names := splitFields(line, delim)
-		if len(names) < 2 {
-			continue
+	type line struct{ start, end int }
+	var lines []line
+	for i := 0; i < len(text); {
+		j := strings.IndexByte(text[i:], '\n')
+		e := len(text)
+		if j >= 0 {
+			e = i + j
 		}
-		ok := true
-		for _, n := range names {
-			n = strings.TrimSpace(strings.Trim(n, `"`))
-			if n == "" || len(n) > 40 || strings.ContainsAny(n, "@") || !unicode.IsLetter(rune(n[0])) {
-				ok = false
+		lines = append(lines, line{i, e})
+		if j < 0 {
+			break
+		}
+		i = e + 1
+	}
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimRight(text[lines[i].start:lines[i].end], "\r")
+		for _, delim := range []byte{',', ';', '\t', '|'} {
+			names := headerNames(l, delim)
+			if names == nil {
+				continue
+			}
+			t := table{delim: delim, names: names, start: lines[i].end}
+			k := i + 1
+			for ; k < len(lines); k++ {
+				row := strings.TrimRight(text[lines[k].start:lines[k].end], "\r")
+				if delim == '|' && mdRule.MatchString(row) {
+					continue
+				}
+				if strings.TrimSpace(row) == "" || len(fieldSpans(row, delim)) != len(names) {
+					break
+				}
+				t.end = lines[k].end
+			}
+			if t.end > t.start {
+				s.tabs = append(s.tabs, t)
+				i = k - 1
 				break
 			}
 		}
-		if ok {
-			s.csv = &csvHeader{delim: delim, names: names, endPos: offset + end}
-			return s.csv
+	}
+	return s.tabs
+}
+
+// mdRule matches a Markdown table's rule line, |---|:---:|.
+var mdRule = regexp.MustCompile(`^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$`)
+
+// headerNames returns the names of a header line, or nil when it is not
+// one: two or more fields, each a short name starting with a letter.
+func headerNames(line string, delim byte) []string {
+	spans := fieldSpans(line, delim)
+	if len(spans) < 2 {
+		return nil
+	}
+	names := make([]string, len(spans))
+	for i, sp := range spans {
+		n := strings.TrimSpace(strings.Trim(strings.TrimSpace(line[sp[0]:sp[1]]), `"*`))
+		if n == "" || len(n) > 40 || strings.ContainsAny(n, "@=") || !unicode.IsLetter(rune(n[0])) {
+			return nil
+		}
+		names[i] = n
+	}
+	return names
+}
+
+// fieldSpans returns the spans of a delimited line's fields, keeping
+// delimiters inside double quotes; a Markdown row's outer bars are not
+// field separators.
+func fieldSpans(line string, delim byte) [][2]int {
+	lo, hi := 0, len(line)
+	if delim == '|' {
+		t := strings.TrimSpace(line)
+		if !strings.HasPrefix(t, "|") {
+			return nil
+		}
+		lo = strings.IndexByte(line, '|') + 1
+		if strings.HasSuffix(t, "|") {
+			hi = strings.LastIndexByte(line, '|')
+		}
+		if hi < lo {
+			return nil
 		}
 	}
-	return nil
-}
-
-// column is the header name of the field that text[pos] is in, if its line
-// has as many fields as the header.
-func (h *csvHeader) column(text string, pos int) (string, bool) {
-	if pos <= h.endPos {
-		return "", false
-	}
-	lineStart := strings.LastIndexByte(text[:pos], '\n') + 1
-	lineEnd := strings.IndexByte(text[pos:], '\n')
-	if lineEnd < 0 {
-		lineEnd = len(text)
-	} else {
-		lineEnd += pos
-	}
-	line := strings.TrimRight(text[lineStart:lineEnd], "\r")
-	if len(splitFields(line, h.delim)) != len(h.names) {
-		return "", false
-	}
-	idx := len(splitFields(text[lineStart:pos], h.delim)) - 1
-	if idx < 0 || idx >= len(h.names) {
-		return "", false
-	}
-	return strings.TrimSpace(strings.Trim(h.names[idx], `"`)), true
-}
-
-// splitFields splits a delimited line, keeping delimiters inside double
-// quotes.
-func splitFields(line string, delim byte) []string {
-	var out []string
+	var out [][2]int
 	quoted := false
-	last := 0
-	for i := 0; i < len(line); i++ {
+	last := lo
+	for i := lo; i < hi; i++ {
 		switch line[i] {
 		case '"':
 			quoted = !quoted
 		case delim:
 			if !quoted {
-				out = append(out, line[last:i])
+				out = append(out, [2]int{last, i})
 				last = i + 1
 			}
 		}
 	}
-	return append(out, line[last:])
+	return append(out, [2]int{last, hi})
+}
+
+// column is the header name of the table field text[pos] is in.
+func (s *scan) column(pos int) (string, bool) {
+	for _, t := range s.tables() {
+		if pos <= t.start || pos > t.end {
+			continue
+		}
+		lineStart := strings.LastIndexByte(s.text[:pos], '\n') + 1
+		lineEnd := lineEnd(s.text, pos)
+		line := strings.TrimRight(s.text[lineStart:lineEnd], "\r")
+		for i, sp := range fieldSpans(line, t.delim) {
+			if lineStart+sp[0] <= pos && pos <= lineStart+sp[1] && i < len(t.names) {
+				return t.names[i], true
+			}
+		}
+	}
+	return "", false
+}
+
+// cells calls f with the span of every data field under a column whose
+// name labels ask for, trimmed of spaces and quotes.
+func (s *scan) cells(labels func(name string) bool, f func(start, end int, name string)) {
+	for _, t := range s.tables() {
+		var cols []int
+		for i, n := range t.names {
+			if labels(n) {
+				cols = append(cols, i)
+			}
+		}
+		if len(cols) == 0 {
+			continue
+		}
+		for ls := t.start + 1; ls < t.end; {
+			le := lineEnd(s.text, ls)
+			line := strings.TrimRight(s.text[ls:le], "\r")
+			spans := fieldSpans(line, t.delim)
+			if len(spans) == len(t.names) {
+				for _, c := range cols {
+					a, b := ls+spans[c][0], ls+spans[c][1]
+					for a < b && (s.text[a] == ' ' || s.text[a] == '"') {
+						a++
+					}
+					for b > a && (s.text[b-1] == ' ' || s.text[b-1] == '"') {
+						b--
+					}
+					if b > a {
+						f(a, b, t.names[c])
+					}
+				}
+			}
+			ls = le + 1
+		}
+	}
 }
 
 func set(words ...string) map[string]bool {

@@ -220,10 +220,9 @@ func resolve(cands []Match) []Match {
 type scan struct {
 	text string
 	det  *Detector
-	// csv is the header of the text when it reads as a delimited table,
-	// computed on first use.
-	csvDone bool
-	csv     *csvHeader
+	// tabs are the text's tables, parsed on first use.
+	tablesDone bool
+	tabs       []table
 	// checked are the secret rule matches already checked: rule, start,
 	// end.
 	checked map[[3]int]bool

@@ -150,9 +150,10 @@ func findCards(sc *scan, dst []Match) []Match {
 		if e-s < 13 {
 			continue
 		}
-		// Digits after "=" that follows digits continue a record (the
-		// expiry and service code of magnetic-stripe track 2).
-		if s > 1 && text[s-1] == '=' && isDigit(text[s-2]) {
+		// Digits after "=" that follows a long run of digits continue a
+		// record (the expiry and service code of magnetic-stripe track 2,
+		// after the card number).
+		if s > 12 && text[s-1] == '=' && len(digitsOf(text[s-13:s-1])) == 12 {
 			continue
 		}
 		// A number written with + is a phone number, never a card.

@@ -75,7 +75,7 @@ func phoneCandidates(text string) [][2]int {
 // business data. A number of any region is found when written with its
 // country code.
 var nationalRegions = []string{
-	"GB", "DE", "FR", "IT", "NL", "BE", "CH", "AT", "SE", "FI", "IE", "PL", "TR", "RU", "UA",
+	"GB", "DE", "FR", "IT", "ES", "NL", "BE", "CH", "AT", "SE", "FI", "IE", "PL", "PT", "TR", "RU", "UA",
 	"AU", "NZ", "IN", "JP", "KR", "CN", "BR", "AR", "MX", "ZA", "NG", "EG", "IL", "CA",
 }
 
@@ -217,7 +217,8 @@ func (d *Detector) isPhone(sc *scan, s, e int, groups []phoneGroup) bool {
 		return false
 	}
 	intl := span[0] == '+' || span[0] == '%' || strings.HasPrefix(span, "(+")
-	if !intl && !plausibleNational(span, groups) {
+	labelled := !intl && sc.labelled(s, phoneLabels)
+	if !intl && !plausibleNational(span, groups, labelled) {
 		return false
 	}
 	if intl && strings.ContainsRune(span, '.') && strings.ContainsRune(span, '-') {
@@ -228,10 +229,13 @@ func (d *Detector) isPhone(sc *scan, s, e int, groups []phoneGroup) bool {
 		norm = "+" + span[3:]
 	}
 	if intl {
+		// A + and a country code are a strong sign: a number of a possible
+		// length for its country is taken, valid or not (fictitious ranges
+		// such as the UK's 07700 900xxx for drama are not valid).
 		num, err := phonenumbers.Parse(norm, "ZZ")
-		return err == nil && phonenumbers.IsValidNumber(num)
+		return err == nil && (phonenumbers.IsValidNumber(num) || n >= 10 && phonenumbers.IsPossibleNumber(num) &&
+			phonenumbers.GetRegionCodeForCountryCode(int(num.GetCountryCode())) != "ZZ")
 	}
-	labelled := sc.labelled(s, phoneLabels)
 	if !labelled && sc.labelledExact(s, notPhoneLabels) {
 		return false
 	}
@@ -243,14 +247,17 @@ func (d *Detector) isPhone(sc *scan, s, e int, groups []phoneGroup) bool {
 		return err == nil && phonenumbers.IsValidNumber(num)
 	}
 	if strings.HasPrefix(all, "011") && n >= 11 && d.phoneRegion == "US" {
-		num, err := phonenumbers.Parse("+"+all[3:], "ZZ")
-		return err == nil && phonenumbers.IsValidNumber(num)
+		// 011 is also the area code of Delhi (011 2497 9675): fall through
+		// to the national readings when it is not an international call.
+		if num, err := phonenumbers.Parse("+"+all[3:], "ZZ"); err == nil && phonenumbers.IsValidNumber(num) {
+			return true
+		}
 	}
 	if !formatted && !labelled {
 		return false
 	}
 	if possibleIn(d.phoneRegion, all) {
-		if num, err := phonenumbers.Parse(norm, d.phoneRegion); err == nil && phonenumbers.IsValidNumberForRegion(num, d.phoneRegion) &&
+		if num, err := phonenumbers.ParseAndKeepRawInput(norm, d.phoneRegion); err == nil && phonenumbers.IsValidNumberForRegion(num, d.phoneRegion) &&
 			phonenumbers.IsNationalPrefixPresentIfRequired(num) && (labelled || keepsGrouping(num, d.phoneRegion, groups)) {
 			return true
 		}
@@ -262,20 +269,24 @@ func (d *Detector) isPhone(sc *scan, s, e int, groups []phoneGroup) bool {
 		}
 	}
 	// Another region's national number must start with 0, as it does
-	// in the regions with a trunk prefix and in Italy: without a country
-	// code or a 0, digits in groups are more often something else.
-	if all[0] != '0' {
+	// in the regions with a trunk prefix and in Italy, unless a label says
+	// it is a phone number: without a country code, a 0 or a label, digits
+	// in groups are more often something else.
+	// A parenthesized area code written in the region's own grouping
+	// ("(21) 5813-4869" in Brazil) is as clear a sign.
+	paren := strings.ContainsRune(span, '(')
+	if all[0] != '0' && !labelled && !paren {
 		return false
 	}
 	for _, r := range nationalRegions {
 		if r == d.phoneRegion || !possibleIn(r, all) {
 			continue
 		}
-		num, err := phonenumbers.Parse(norm, r)
+		num, err := phonenumbers.ParseAndKeepRawInput(norm, r)
 		if err != nil || !phonenumbers.IsValidNumberForRegion(num, r) || !phonenumbers.IsNationalPrefixPresentIfRequired(num) {
 			continue
 		}
-		if keepsGrouping(num, r, groups) || labelled && phonenumbers.GetNddPrefixForRegion(r, true) != "" && strings.HasPrefix(all, phonenumbers.GetNddPrefixForRegion(r, true)) {
+		if keepsGrouping(num, r, groups) && (all[0] == '0' || paren) || labelled {
 			return true
 		}
 	}
@@ -318,9 +329,10 @@ func possibleIn(region, digits string) bool {
 }
 
 // plausibleNational rejects what national numbers are never written as:
-// dates, IPv4 addresses, decimal fractions, thousands-grouped amounts,
+// dates, IPv4 addresses, decimal fractions, thousands-grouped amounts
+// (unless a label says it is a phone number: Spain writes 933 838 257),
 // ISBN-like runs of one-digit groups, and mixed dots and dashes.
-func plausibleNational(span string, groups []phoneGroup) bool {
+func plausibleNational(span string, groups []phoneGroup, labelled bool) bool {
 	dots := strings.Count(span, ".")
 	if dots > 0 && strings.ContainsAny(span, "-/") {
 		return false
@@ -331,7 +343,7 @@ func plausibleNational(span string, groups []phoneGroup) bool {
 	if len(groups) >= 3 && (isDate(groups[0].digits, groups[1].digits, groups[2].digits) || len(groups) == 3 && isDate(groups[2].digits, groups[1].digits, groups[0].digits)) {
 		return false
 	}
-	if len(groups) >= 3 && len(groups[0].digits) <= 3 && groups[0].digits[0] != '0' && span[0] != '(' {
+	if !labelled && len(groups) >= 3 && len(groups[0].digits) <= 3 && groups[0].digits[0] != '0' && span[0] != '(' {
 		thousands := true
 		for _, g := range groups[1:] {
 			if len(g.digits) != 3 {

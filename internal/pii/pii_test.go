@@ -81,7 +81,8 @@ func TestDetectors(t *testing.T) {
 		{"ipv6 time", "12:30:45", nil},
 		{"ipv6 mac", "00:1a:2b:3c:4d:5e", nil},
 		{"ipv6 cpp", "std::vector", nil},
-		{"aws", "AKIAIOSFODNN7EXAMPLE", []kv{{KindSecret, "AKIAIOSFODNN7EXAMPLE"}}},
+		{"aws", "AKIAIOSFODNN7ABCDEFG", []kv{{KindSecret, "AKIAIOSFODNN7ABCDEFG"}}},
+		{"aws documentation key", "AKIAIOSFODNN7EXAMPLE", nil},
 		{"github", "ghp_" + strings.Repeat("aB3", 12), []kv{{KindSecret, "ghp_" + strings.Repeat("aB3", 12)}}},
 		{"slack", "xoxb-123456789012-abcdefABCDEF", []kv{{KindSecret, "xoxb-123456789012-abcdefABCDEF"}}},
 		{"jwt", "Bearer " + jwt, []kv{{KindSecret, jwt}}},
@@ -91,7 +92,7 @@ func TestDetectors(t *testing.T) {
 		{"assignment placeholder", "api_key=YOUR_API_KEY_HERE_PLEASE", nil},
 		{"assignment short", "token=a1b2c3", nil},
 		{"uuid", "123e4567-e89b-12d3-a456-426614174000", nil},
-		{"overlap secret wins", "token=AKIAIOSFODNN7EXAMPLE", []kv{{KindSecret, "AKIAIOSFODNN7EXAMPLE"}}},
+		{"overlap secret wins", "token=AKIAIOSFODNN7ABCDEFG", []kv{{KindSecret, "AKIAIOSFODNN7ABCDEFG"}}},
 		{"several sorted", "a@b.io 10.0.0.1 123-45-6789", []kv{{KindEmail, "a@b.io"}, {KindIPv4, "10.0.0.1"}, {KindSSN, "123-45-6789"}}},
 	}
 	for _, tt := range tests {

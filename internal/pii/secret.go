@@ -194,6 +194,22 @@ const (
 )
 
 func (sr *secretRules) find(sc *scan, dst []Match) []Match {
+	first := len(dst)
+	dst = sr.findAll(sc, dst)
+	// Whatever found them, placeholders (sk_live_xxxxxxxx) and the keys
+	// vendors print in their documentation (AWS's ...EXAMPLE and
+	// ...EXAMPLEKEY, allowlisted by gitleaks) are not secrets.
+	kept := dst[:first]
+	for _, m := range dst[first:] {
+		if m.Kind == KindSecret && (placeholderRun(m.Value) || strings.Contains(m.Value, "EXAMPLE")) {
+			continue
+		}
+		kept = append(kept, m)
+	}
+	return kept
+}
+
+func (sr *secretRules) findAll(sc *scan, dst []Match) []Match {
 	text := sc.text
 	lower := asciiLower(text)
 	seen := map[[2]int]bool{}
@@ -461,13 +477,16 @@ var (
 	urlPassRE = regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@?#"<>]{0,128}:([^\s/?#'"<>]{1,256})@[A-Za-z0-9\[]`)
 	// assignRE finds a value assigned to a key whose name says it is a
 	// secret, in .env files, YAML, JSON, logs and command lines.
-	assignRE = regexp.MustCompile(`(?i)([A-Za-z0-9_.\-]*(?:passw(?:or)?d|passwort|pwd|passphrase|secret|token|api[_.\-]?key|apikey|access[_.\-]?key|private[_.\-]?key|signing[_.\-]?key|encryption[_.\-]?key|master[_.\-]?key|session[_.\-]?key|client[_.\-]?key|credentials?|auth[_.\-]?key|_pass\b|\bpass\b)[A-Za-z0-9_.\-]*)["']?\s*(?::=|=>|=|:)[ \t]*["'\x60]?([^\s"'\x60,;<>{}\[\]]+)`)
+	assignRE = regexp.MustCompile(`(?i)([A-Za-z0-9_.\-]*(?:passw(?:or)?d|passwort|pwd|passphrase|secret|token|api[_.\-]?key|apikey|access[_.\-]?key|private[_.\-]?key|signing[_.\-]?key|encryption[_.\-]?key|master[_.\-]?key|session[_.\-]?key|client[_.\-]?key|credentials?|auth[_.\-]?key|_pass\b|\bpass\b)[A-Za-z0-9_.\-]*)["']?\s*(?::=|=>|=|:)(?:\*\*|__)?[ \t]*["'\x60]?([^\s"'\x60,;<>{}\[\]]+)`)
 	// prefixRE finds tokens by the prefixes their issuers give them, in
 	// shapes looser than gitleaks' rules (which also skip AWS's
 	// documentation key): data holds tokens of older or newer formats.
 	prefixRE = regexp.MustCompile(`\b(?:(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}|gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{50,255}|xox[abposr]-[A-Za-z0-9-]{10,250}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,247}|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,250}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}|dckr_pat_[A-Za-z0-9_-]{20,}|AIza[A-Za-z0-9_-]{35})\b`)
 	// passwordIsRE finds a password given in a sentence.
-	passwordIsRE = regexp.MustCompile(`(?i)\b(?:password|passcode|passphrase|pwd)\s+(?:is|was|:)\s+["']?([^\s"',;]+)`)
+	passwordIsRE = regexp.MustCompile(`(?i)\b(?:password|passcode|passphrase|pwd)\s+(?:(?:is|was|:)\s+)?["']?([^\s"',;]+)`)
+	// keyIsRE finds a key or token given in a sentence ("api key
+	// f36450369fd8...", "the token is ...").
+	keyIsRE = regexp.MustCompile(`(?i)\b(?:api[ _-]?key|secret(?: key)?|access[ _-]?key|auth[ _-]?token|access[ _-]?token|token)\s+(?:(?:is|was|:)\s+)?["']?([A-Za-z0-9+/=_\-.]{16,})`)
 	// authRE finds the credentials of an Authorization header or a bearer
 	// token.
 	authRE = regexp.MustCompile(`(?i)(?:\bauthorization["']?[ \t]*[:=][ \t]*["']?(?:bearer|token|basic|digest|apikey)?[ \t]*|\bbearer[ \t]+)([A-Za-z0-9\-._~+/]{8,}=*)`)
@@ -542,7 +561,29 @@ func findExtraSecrets(sc *scan, lower string, dst []Match) []Match {
 	})
 	each(passwordIsRE, []string{"passw", "passcode", "passphrase", "pwd"}, false, func(loc []int) {
 		s, e := trimValue(text, loc[2], loc[3])
-		if v := text[s:e]; len(v) >= 6 && !placeholder.MatchString(v) && !looksLikeWord(v) && !isTokenText(v) {
+		if v := text[s:e]; len(v) >= 6 && !placeholder.MatchString(v) && !looksLikeWord(v) && !isTokenText(v) && !strings.Contains(v, "://") {
+			dst = sc.add(dst, KindSecret, s, e)
+		}
+	})
+	each(keyIsRE, []string{"key", "secret", "token"}, false, func(loc []int) {
+		s, e := trimValue(text, loc[2], loc[3])
+		if v := text[s:e]; !placeholder.MatchString(v) && !isTokenText(v) && highEntropy(v) && !encodedText(v) {
+			dst = sc.add(dst, KindSecret, s, e)
+		}
+	})
+	// A table's password or key column.
+	sc.cells(secretColumn, func(s, e int, name string) {
+		v := text[s:e]
+		if placeholder.MatchString(v) || isTokenText(v) || strings.Contains(v, "://") {
+			return
+		}
+		if passwordKey.MatchString(name) {
+			if len(v) >= 4 && !looksLikeWord(v) {
+				dst = sc.add(dst, KindSecret, s, e)
+			}
+			return
+		}
+		if len(v) >= 16 && highEntropy(v) && !encodedText(v) {
 			dst = sc.add(dst, KindSecret, s, e)
 		}
 	})
@@ -560,6 +601,19 @@ func findExtraSecrets(sc *scan, lower string, dst []Match) []Match {
 	})
 	return dst
 }
+
+// secretColumn reports whether a table column holds secrets by its name:
+// a password, a secret, a token or a key, but not a key id, a public key or
+// a paging token.
+func secretColumn(name string) bool {
+	n := strings.ToLower(name)
+	if nonSecretKey.MatchString(n) || strings.Contains(n, "key id") || strings.HasSuffix(n, " id") || strings.HasSuffix(n, "_id") {
+		return false
+	}
+	return passwordKey.MatchString(n) || secretName.MatchString(n)
+}
+
+var secretName = regexp.MustCompile(`(?i)(?:secret|token|api[ _.\-]?key|apikey|access[ _.\-]?key|private[ _.\-]?key|credential)`)
 
 // The keywords that must be on a line for each of codecell's rules to run
 // on it, as gitleaks' keywords do for its rules.
