@@ -188,9 +188,34 @@ func prio(kind string) int {
 }
 
 // resolve keeps the best candidates that do not overlap and sorts them.
+// Candidates are taken cluster by cluster (a run of candidates that
+// overlap one another), so that the cost stays near linear in a text with
+// many values.
 func resolve(cands []Match) []Match {
 	if len(cands) == 0 {
 		return nil
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		return cands[i].Start < cands[j].Start || cands[i].Start == cands[j].Start && cands[i].End > cands[j].End
+	})
+	var out []Match
+	for i := 0; i < len(cands); {
+		j, end := i+1, cands[i].End
+		for j < len(cands) && cands[j].Start < end {
+			end = max(end, cands[j].End)
+			j++
+		}
+		out = append(out, resolveCluster(cands[i:j])...)
+		i = j
+	}
+	return out
+}
+
+// resolveCluster keeps the best candidates of overlapping ones: higher
+// priority first, then the longer, then the earlier.
+func resolveCluster(cands []Match) []Match {
+	if len(cands) == 1 {
+		return cands
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]

@@ -178,7 +178,7 @@ func (d *Detector) TokenizeLabelled(label, text string, v Vault, known []Known) 
 // appear, then what the detectors find elsewhere, except inside text that
 // is already a token.
 func (d *Detector) matches(label, text string, known []Known) []Match {
-	var ms []Match
+	var ms []Match // the known values' matches
 	if len(text) == 0 {
 		return nil
 	}
@@ -211,14 +211,37 @@ func (d *Detector) matches(label, text string, known []Known) []Match {
 		found = d.Find(text)
 	}
 	existing := tokenRE.FindAllStringIndex(text, -1)
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Start < ms[j].Start })
+	out := make([]Match, 0, len(ms)+len(found))
+	out = append(out, ms...)
 	for _, m := range found {
-		if overlaps(ms, m.Start, m.End) || insideToken(existing, m.Start, m.End) {
+		if overlapsSorted(ms, m.Start, m.End) || overlapsSorted2(existing, m.Start, m.End, m.End-m.Start) {
 			continue
 		}
-		ms = append(ms, m)
+		out = append(out, m)
 	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].Start < ms[j].Start })
-	return ms
+	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	return out
+}
+
+// overlapsSorted reports whether [s, e) overlaps a match of ms, sorted by
+// start and not overlapping each other.
+func overlapsSorted(ms []Match, s, e int) bool {
+	i := sort.Search(len(ms), func(i int) bool { return ms[i].End > s })
+	return i < len(ms) && ms[i].Start < e
+}
+
+// overlapsSorted2 is insideToken for tokens sorted by start: [s, e)
+// overlaps a token without containing it whole.
+func overlapsSorted2(tokens [][]int, s, e, n int) bool {
+	i := sort.Search(len(tokens), func(i int) bool { return tokens[i][1] > s })
+	for ; i < len(tokens) && tokens[i][0] < e; i++ {
+		t := tokens[i]
+		if !(s <= t[0] && t[1] <= e && n > t[1]-t[0]) {
+			return true
+		}
+	}
+	return false
 }
 
 func overlaps(ms []Match, s, e int) bool {
