@@ -98,9 +98,22 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	if err := os.MkdirAll(dataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	db, err := store.Open(dbPath(dataDir))
+	if err != nil {
+		return nil, fmt.Errorf("open the database: %w", err)
+	}
+	// The gate (SPEC §7) before anything logs: every log line passes it,
+	// and so does what upstream servers write on stderr.
+	gate, err := server.NewGate(cfg.PII, db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	log = slog.New(gate.LogHandler(log.Handler()))
 	var prog []byte
 	if level == sandbox.Production {
 		if prog, err = seccomp.Program(); err != nil {
+			db.Close()
 			return nil, fmt.Errorf("isolation level production cannot run on this host: %w", err)
 		}
 	}
@@ -112,6 +125,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	// generate theirs, and must not replace it under this one's code.
 	proc, err := procdir.Claim(filepath.Join(stateDir, "proc"))
 	if err != nil {
+		db.Close()
 		return nil, err
 	}
 	genDir := filepath.Join(proc.Path(), "gen")
@@ -130,6 +144,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	})
 	if err != nil {
 		proc.Release()
+		db.Close()
 		return nil, err
 	}
 	images, why := workspaceImages(cfg, dataDir)
@@ -144,6 +159,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	if err != nil {
 		mgr.Close()
 		proc.Release()
+		db.Close()
 		return nil, err
 	}
 	if err := vols.ImageError(); err != nil && images != workspace.ImagesOff {
@@ -165,14 +181,8 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		Logger:    log,
 		Version:   version,
 		InProcess: g.inProcess,
+		Redact:    gate.Redact,
 	})
-	db, err := store.Open(dbPath(dataDir))
-	if err != nil {
-		mgr.Close()
-		vols.Close()
-		proc.Release()
-		return nil, fmt.Errorf("open the database: %w", err)
-	}
 	environments := envs.New(envs.Options{
 		DataDir: dataDir, SystemPython: sb.Python, Wheelhouse: sb.Wheelhouse, IndexURL: sb.IndexURL,
 		UV: lookPath("uv"), Conda: lookPath("conda"), Runner: mgr, Store: db, ExternalRoots: sb.ExternalEnvironments,
@@ -186,7 +196,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		proc.Release()
 		return nil, err
 	}
-	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, Skills: skillsMgr, GenDir: genDir, DataDir: dataDir, Volumes: vols, Version: version, Logger: log})
+	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, Skills: skillsMgr, GenDir: genDir, DataDir: dataDir, Volumes: vols, Version: version, Logger: log, Gate: gate})
 	if err != nil {
 		mgr.Close()
 		vols.Close()

@@ -129,6 +129,12 @@ type Policy struct {
 type PII struct {
 	Mode   string      // "tokenize" (default) | "off"
 	Custom []CustomPII // JSON "custom": extra kinds detected by regular expression
+	// AllowRestore lists restore_pii, which hands the model the original
+	// of any token it names; default false.
+	AllowRestore bool
+	// PhoneRegion is the region (ISO 3166-1 alpha-2) whose national format
+	// phone numbers without a country code are read in; default "US".
+	PhoneRegion string
 }
 
 // CustomPII is one user-defined kind of personal data.
@@ -185,7 +191,7 @@ func Default() *Config {
 			Network:          Network{Mode: "none"},
 		},
 		Policy:   Policy{Allow: []string{"*"}},
-		PII:      PII{Mode: "tokenize"},
+		PII:      PII{Mode: "tokenize", PhoneRegion: "US"},
 		HTTP:     HTTP{Tokens: map[string]string{}},
 		Sessions: Sessions{IdleTimeout: 30 * time.Minute, MaxPerNamespace: 8},
 		Toolsets: append([]string(nil), DefaultToolsets...),

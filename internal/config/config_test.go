@@ -187,7 +187,7 @@ func TestParseFull(t *testing.T) {
     "wheelhouse": "/var/wheels"
   },
   "policy": {"allow": ["github.*", "fs.read_?ile"], "deny": []},
-  "pii": {"mode": "off", "custom": [{"kind": "EMPLOYEE_ID", "pattern": "E\\d{6}"}]},
+  "pii": {"mode": "off", "phoneRegion": "gb", "allowRestore": true, "custom": [{"kind": "EMPLOYEE_ID", "pattern": "E\\d{6}"}]},
   "http": {
     "tokens": {"${TOKEN_A}": "team-a", "literal-token-0123456789": "default"},
     "allowedOrigins": ["HTTPS://App.Example:443/", "http://localhost:3000"]
@@ -225,7 +225,7 @@ func TestParseFull(t *testing.T) {
 			Wheelhouse: "/var/wheels",
 		},
 		Policy: Policy{Allow: []string{"github.*", "fs.read_?ile"}, Deny: []string{}},
-		PII:    PII{Mode: "off", Custom: []CustomPII{{Kind: "EMPLOYEE_ID", Pattern: `E\d{6}`}}},
+		PII:    PII{Mode: "off", Custom: []CustomPII{{Kind: "EMPLOYEE_ID", Pattern: `E\d{6}`}}, PhoneRegion: "GB", AllowRestore: true},
 		HTTP: HTTP{
 			Tokens:         map[string]string{"aaaaaaaaaaaaaaaaaaaa": "team-a", "literal-token-0123456789": "default"},
 			AllowedOrigins: []string{"https://app.example", "http://localhost:3000"},
@@ -262,6 +262,7 @@ func TestParseErrors(t *testing.T) {
 		{"env value not string", `{"mcpServers": {"a": {"command": "x", "env": {"K": 1}}}}`, nil, []want{{"mcpServers.a.env.K", "must be a string"}}},
 		{"toolsets not a list", `{"toolsets": "all"}`, nil, []want{{"toolsets", "must be an array"}}},
 		{"custom not a list", `{"pii": {"custom": {}}}`, nil, []want{{"pii.custom", "must be an array"}}},
+		{"phone region", `{"pii": {"phoneRegion": "XX"}}`, nil, []want{{"pii.phoneRegion", "not a region"}}},
 
 		// Unknown and duplicate keys.
 		{"unknown top-level key", `{"sandbx": {}}`, nil, []want{{"sandbx", `unknown key (did you mean "sandbox"?)`}}},

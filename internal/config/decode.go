@@ -612,7 +612,9 @@ func (d *decoder) sandbox(v *value, path string, s *Sandbox) {
 // pii decodes the pii object.
 func (d *decoder) pii(v *value, path string, p *PII) {
 	d.object(v, path, map[string]field{
-		"mode": d.setStr(&p.Mode),
+		"mode":         d.setStr(&p.Mode),
+		"allowRestore": d.setBool(&p.AllowRestore),
+		"phoneRegion":  d.setStr(&p.PhoneRegion),
 		"custom": func(v *value, path string) {
 			if v.kind != kindArray {
 				d.fail(path, `must be an array of {"kind", "pattern"} objects, not %v`, v.kind)

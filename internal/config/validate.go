@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/nyaruka/phonenumbers"
 	"net"
 	"net/url"
 	"path"
@@ -290,6 +291,10 @@ func (k *checker) pii(p *PII) {
 	case "tokenize", "off":
 	default:
 		k.addf("pii.mode", `%q is not a PII mode (want "tokenize" or "off")`, p.Mode)
+	}
+	p.PhoneRegion = strings.ToUpper(p.PhoneRegion)
+	if !phonenumbers.GetSupportedRegions()[p.PhoneRegion] {
+		k.addf("pii.phoneRegion", "%q is not a region libphonenumber knows: use an ISO 3166-1 alpha-2 code such as US, GB or DE", p.PhoneRegion)
 	}
 	seen := map[string]bool{}
 	for i, c := range p.Custom {

@@ -33,7 +33,17 @@ type Options struct {
 	API API
 	// Metrics serves /metrics; nil leaves it out.
 	Metrics http.Handler
-	Logger  *slog.Logger // nil means silent
+	// Gate tokenizes personal data in every answer of /readyz, /metrics
+	// and /api/v1/ (and so the dashboard's), in the caller's namespace;
+	// server.Gate is the one. Nil passes answers as they are.
+	Gate   Gate
+	Logger *slog.Logger // nil means silent
+}
+
+// Gate tokenizes personal data in answers. A namespace "" is the default.
+type Gate interface {
+	JSON(ctx context.Context, namespace string, raw []byte) ([]byte, error)
+	Text(ctx context.Context, namespace, s string) (string, error)
 }
 
 // Handler returns the HTTP routes.

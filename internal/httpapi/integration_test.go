@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func TestOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokens := map[string]string{"tok-alice": "alice", "tok-bob": "bob"}
-	h, err := httpapi.Handler(httpapi.Options{Server: srv.MCP(), Tokens: tokens, API: srv.API(), Metrics: srv.MetricsHandler()})
+	h, err := httpapi.Handler(httpapi.Options{Server: srv.MCP(), Tokens: tokens, API: srv.API(), Metrics: srv.MetricsHandler(), Gate: srv.Gate()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestOverHTTP(t *testing.T) {
 			t.Fatalf("%d %+v", code, page)
 		}
 		first := page.Executions[0]
-		if !strings.HasPrefix(first.Code, "print mail") || first.Stdout != "mail [EMAIL_1]\n" || first.ErrorType != "ValueError" ||
+		if !strings.HasPrefix(first.Code, "print mail [EMAIL_") || !regexp.MustCompile(`^mail \[EMAIL_[0-9a-f]{6,}\]\n$`).MatchString(first.Stdout) || first.ErrorType != "ValueError" ||
 			first.DurationMS != 400 {
 			t.Errorf("newest: %+v", first)
 		}

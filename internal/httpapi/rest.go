@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -48,7 +50,7 @@ func addOperational(mux *http.ServeMux, opts Options, cop *http.CrossOriginProte
 		log = slog.New(slog.DiscardHandler)
 	}
 	if opts.Metrics != nil {
-		mux.Handle("/metrics", readOnly(cop, opts.Metrics))
+		mux.Handle("/metrics", readOnly(cop, gatedText(opts.Gate, opts.Metrics)))
 	}
 	api := opts.API
 	if api == nil {
@@ -60,8 +62,14 @@ func addOperational(mux *http.ServeMux, opts Options, cop *http.CrossOriginProte
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		if err := api.Ready(ctx); err != nil {
+			msg := err.Error()
+			if opts.Gate != nil {
+				if msg, err = opts.Gate.Text(ctx, namespaceOf(r), msg); err != nil {
+					msg = "(withheld: personal data could not be tokenized)"
+				}
+			}
 			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintf(w, "not ready: %v\n", err)
+			fmt.Fprintf(w, "not ready: %s\n", msg)
 			return
 		}
 		fmt.Fprintln(w, "ready")
@@ -74,10 +82,10 @@ func addOperational(mux *http.ServeMux, opts Options, cop *http.CrossOriginProte
 				v, err = answer(r, q)
 			}
 			if err != nil {
-				writeError(w, r, log, err)
+				writeError(w, r, log, opts.Gate, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, v)
+			writeGated(w, r, log, opts.Gate, http.StatusOK, v)
 		})))
 	}
 	route("/api/v1/tools/search", func(r *http.Request, q query) (any, error) {
@@ -159,16 +167,72 @@ type paramError struct{ name, rule string }
 func (e *paramError) Error() string     { return "invalid parameter " + e.name + ": " + e.rule }
 func (e *paramError) Parameter() string { return e.name }
 
-func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, g Gate, err error) {
 	var bad interface{ Parameter() string }
 	if errors.As(err, &bad) {
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error(), Parameter: bad.Parameter()})
+		writeGated(w, r, log, g, http.StatusBadRequest, errorBody{Error: err.Error(), Parameter: bad.Parameter()})
 		return
 	}
 	// The details (a database error, say) are for the operator's log.
 	log.Error("api", "path", r.URL.Path, "error", err)
 	writeJSON(w, http.StatusInternalServerError, errorBody{Error: "internal error; the server log has the details"})
 }
+
+// writeGated writes v as JSON once the gate has tokenized it, whole; an
+// answer it cannot tokenize is withheld.
+func writeGated(w http.ResponseWriter, r *http.Request, log *slog.Logger, g Gate, status int, v any) {
+	if g == nil {
+		writeJSON(w, status, v)
+		return
+	}
+	body, err := json.Marshal(v)
+	if err == nil {
+		body, err = g.JSON(r.Context(), namespaceOf(r), body)
+	}
+	if err != nil {
+		log.Error("api: an answer was withheld", "path", r.URL.Path, "error", err)
+		writeJSON(w, http.StatusInternalServerError, errorBody{Error: "the answer was withheld: personal data in it could not be tokenized"})
+		return
+	}
+	writeJSON(w, status, json.RawMessage(body))
+}
+
+// gatedText serves h's answer, a text, once the gate has tokenized it.
+func gatedText(g Gate, h http.Handler) http.Handler {
+	if g == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &recorder{header: http.Header{}, status: http.StatusOK}
+		// The gate reads text: no compression.
+		r = r.Clone(r.Context())
+		r.Header.Del("Accept-Encoding")
+		h.ServeHTTP(rec, r)
+		body, err := g.Text(r.Context(), namespaceOf(r), rec.body.String())
+		if err != nil {
+			http.Error(w, "the answer was withheld: personal data in it could not be tokenized", http.StatusInternalServerError)
+			return
+		}
+		for k, v := range rec.header {
+			if k != "Content-Length" {
+				w.Header()[k] = v
+			}
+		}
+		w.WriteHeader(rec.status)
+		io.WriteString(w, body)
+	})
+}
+
+// recorder keeps an answer to pass it through the gate.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) Write(p []byte) (int, error) { return r.body.Write(p) }
+func (r *recorder) WriteHeader(status int)      { r.status = status }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)

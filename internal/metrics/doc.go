@@ -12,7 +12,8 @@
 //
 //	executions_total{outcome}                 counter: "ok", or the error type (a Python exception class,
 //	                                          Timeout, MemoryLimit, OutputLimit, ToolCallLimit, Killed,
-//	                                          SandboxError); at most MaxOutcomes distinct values, then "other"
+//	                                          SandboxError) when it is one of Python's built-in exceptions
+//	                                          or codecell's own types, else "other" (see Outcome)
 //	execution_duration_seconds                histogram: wall-clock time of each execution, 1 ms to 120 s
 //	tool_calls_total{server,tool,outcome}     counter: upstream tool calls made by code; server and tool are
 //	                                          the upstream's own names, outcome one of the Tool* constants;

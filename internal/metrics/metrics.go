@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,12 +21,6 @@ const (
 
 // OutcomeOK is the outcome label of an execution without an error.
 const OutcomeOK = "ok"
-
-// MaxOutcomes bounds the distinct outcome labels of executions_total. An
-// error type is a Python exception class name, which code chooses: without
-// a bound, code that raises made-up classes would add a series per class.
-// Past the bound, new types count as "other"; those seen before keep theirs.
-const MaxOutcomes = 64
 
 // Pool is the warm sandbox pool's state at one moment.
 type Pool struct {
@@ -71,9 +64,6 @@ type Metrics struct {
 	toolResultBytes prometheus.Counter
 	returnedBytes   prometheus.Counter
 	savedBytes      prometheus.Counter
-
-	mu       sync.Mutex // guards outcomes
-	outcomes map[string]bool
 }
 
 // durationBuckets are the upper bounds, in seconds, of the execution
@@ -114,7 +104,6 @@ func New(opts Options) *Metrics {
 			Name: "codecell_context_bytes_saved_total",
 			Help: "Sum over executions of tool result bytes minus returned bytes, when positive: context kept out of the model.",
 		}),
-		outcomes: map[string]bool{},
 	}
 	m.reg.MustRegister(m.executions, m.duration, m.toolCalls, m.piiTokens,
 		m.toolResultBytes, m.returnedBytes, m.savedBytes)
@@ -145,31 +134,13 @@ func (m *Metrics) Execution(errorType string, d time.Duration, toolResultBytes, 
 	if m == nil {
 		return
 	}
-	m.executions.WithLabelValues(m.outcome(errorType)).Inc()
+	m.executions.WithLabelValues(Outcome(errorType)).Inc()
 	m.duration.Observe(d.Seconds())
 	m.toolResultBytes.Add(float64(max(toolResultBytes, 0)))
 	m.returnedBytes.Add(float64(max(returnedBytes, 0)))
 	if saved := toolResultBytes - returnedBytes; saved > 0 {
 		m.savedBytes.Add(float64(saved))
 	}
-}
-
-// outcome is the label of an execution with errorType, bounded by
-// MaxOutcomes.
-func (m *Metrics) outcome(errorType string) string {
-	if errorType == "" {
-		return OutcomeOK
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.outcomes[errorType] {
-		return errorType
-	}
-	if len(m.outcomes) >= MaxOutcomes {
-		return "other"
-	}
-	m.outcomes[errorType] = true
-	return errorType
 }
 
 // ToolCall records one upstream tool call. server and tool are the

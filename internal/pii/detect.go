@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
+
+	"github.com/nyaruka/phonenumbers"
 )
 
 // Built-in kinds, in the order of SPEC §7.
@@ -27,8 +30,8 @@ var Kinds = []string{KindEmail, KindPhone, KindSSN, KindCard, KindIBAN, KindIPv4
 // Custom kinds rank just below SECRET: the operator asked for them by name.
 var priority = map[string]int{
 	KindSecret: 100,
+	KindIBAN:   85, // an IBAN's digits may read as a card
 	KindCard:   80,
-	KindIBAN:   70,
 	KindSSN:    60,
 	KindEmail:  50,
 	KindPhone:  40,
@@ -51,6 +54,19 @@ type Custom struct {
 	Kind, Pattern string
 }
 
+// Options configure a Detector. The zero value detects the built-in kinds,
+// reading phone numbers without a country code as North American.
+type Options struct {
+	// Custom are extra kinds, each found by a regular expression.
+	Custom []Custom
+	// PhoneRegion is the region (ISO 3166-1 alpha-2, such as "GB" or
+	// "DE") in whose national format a phone number written without a
+	// country code is read first; "" means "US". Numbers of the other
+	// regions of nationalRegions are found too when written in their own
+	// national format with its trunk prefix ("020 7946 0958").
+	PhoneRegion string
+}
+
 type customDetector struct {
 	kind string
 	re   *regexp.Regexp
@@ -58,22 +74,31 @@ type customDetector struct {
 
 // Detector finds PII in text. It is safe for concurrent use once built.
 type Detector struct {
-	custom []customDetector
+	custom      []customDetector
+	phoneRegion string
+	secrets     *secretRules
 }
 
 var kindRE = regexp.MustCompile(`^[A-Z][A-Z0-9]*(?:_[A-Z][A-Z0-9]*)*$`)
 
-// New returns a Detector for the built-in kinds plus custom. A custom kind
-// must be upper case letters, digits and underscores, not end in a digit
-// group (so its tokens stay unambiguous), not repeat a built-in kind, and
-// its pattern must compile and not match the empty string.
-func New(custom []Custom) (*Detector, error) {
-	d := &Detector{}
+// New returns a Detector for the built-in kinds plus opts.Custom. A custom
+// kind must be upper case letters, digits and underscores, not end in a
+// digit group (so its tokens stay unambiguous), not repeat a built-in kind,
+// and its pattern must compile and not match the empty string. The phone
+// region must be one libphonenumber knows.
+func New(opts Options) (*Detector, error) {
+	d := &Detector{phoneRegion: strings.ToUpper(opts.PhoneRegion)}
+	if d.phoneRegion == "" {
+		d.phoneRegion = "US"
+	}
+	if !phonenumbers.GetSupportedRegions()[d.phoneRegion] {
+		return nil, fmt.Errorf("pii: phone region %q is not a region libphonenumber knows (want an ISO 3166-1 code such as US, GB or DE)", opts.PhoneRegion)
+	}
 	seen := map[string]bool{}
 	for _, k := range Kinds {
 		seen[k] = true
 	}
-	for _, c := range custom {
+	for _, c := range opts.Custom {
 		if !kindRE.MatchString(c.Kind) {
 			return nil, fmt.Errorf("pii: custom kind %q: want upper case letters, digits and underscores", c.Kind)
 		}
@@ -90,6 +115,10 @@ func New(custom []Custom) (*Detector, error) {
 		}
 		d.custom = append(d.custom, customDetector{kind: c.Kind, re: re})
 	}
+	var err error
+	if d.secrets, err = loadSecretRules(); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -97,21 +126,56 @@ func New(custom []Custom) (*Detector, error) {
 // Where candidates overlap, the higher-priority kind wins (SECRET, custom,
 // CARD, IBAN, SSN, EMAIL, PHONE, IP), then the longer match.
 func (d *Detector) Find(text string) []Match {
+	return d.find(text, 0)
+}
+
+// FindLabelled is Find for a value that stands under a label: the key of
+// a JSON object or the header of a CSV column. The label is context, as
+// "ssn" makes 123456789 a social security number and "api_key" makes a
+// random string a secret; nothing is reported inside the label itself.
+func (d *Detector) FindLabelled(label, text string) []Match {
+	if label == "" {
+		return d.find(text, 0)
+	}
+	// The label and the value read as a YAML line, which every label-aware
+	// detector understands ("ssn: 123456789").
+	prefix := strings.NewReplacer("\n", " ", "\r", " ").Replace(label) + ": "
+	ms := d.find(prefix+text, len(prefix))
+	for i := range ms {
+		ms[i].Start -= len(prefix)
+		ms[i].End -= len(prefix)
+	}
+	return ms
+}
+
+// find finds the matches in text that start at from or later; what comes
+// before from is context only.
+func (d *Detector) find(text string, from int) []Match {
+	sc := &scan{text: text, det: d}
 	var cands []Match
-	cands = findSecrets(text, cands)
-	cands = findCards(text, cands)
-	cands = findIBANs(text, cands)
-	cands = findSSNs(text, cands)
-	cands = findEmails(text, cands)
-	cands = findPhones(text, cands)
-	cands = findIPv4(text, cands)
-	cands = findIPv6(text, cands)
+	cands = d.secrets.find(sc, cands)
+	cands = findCards(sc, cands)
+	cands = findIBANs(sc, cands)
+	cands = findSSNs(sc, cands)
+	cands = findEmails(sc, cands)
+	cands = findPhones(sc, cands)
+	cands = findIPv4(sc, cands)
+	cands = findIPv6(sc, cands)
 	for _, c := range d.custom {
 		for _, loc := range c.re.FindAllStringIndex(text, -1) {
 			if loc[0] < loc[1] {
 				cands = append(cands, Match{Kind: c.kind, Start: loc[0], End: loc[1], Value: text[loc[0]:loc[1]]})
 			}
 		}
+	}
+	if from > 0 {
+		kept := cands[:0]
+		for _, c := range cands {
+			if c.Start >= from {
+				kept = append(kept, c)
+			}
+		}
+		cands = kept
 	}
 	return resolve(cands)
 }
@@ -124,9 +188,34 @@ func prio(kind string) int {
 }
 
 // resolve keeps the best candidates that do not overlap and sorts them.
+// Candidates are taken cluster by cluster (a run of candidates that
+// overlap one another), so that the cost stays near linear in a text with
+// many values.
 func resolve(cands []Match) []Match {
 	if len(cands) == 0 {
 		return nil
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		return cands[i].Start < cands[j].Start || cands[i].Start == cands[j].Start && cands[i].End > cands[j].End
+	})
+	var out []Match
+	for i := 0; i < len(cands); {
+		j, end := i+1, cands[i].End
+		for j < len(cands) && cands[j].Start < end {
+			end = max(end, cands[j].End)
+			j++
+		}
+		out = append(out, resolveCluster(cands[i:j])...)
+		i = j
+	}
+	return out
+}
+
+// resolveCluster keeps the best candidates of overlapping ones: higher
+// priority first, then the longer, then the earlier.
+func resolveCluster(cands []Match) []Match {
+	if len(cands) == 1 {
+		return cands
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
@@ -149,4 +238,21 @@ func resolve(cands []Match) []Match {
 		kept[i] = c
 	}
 	return kept
+}
+
+// scan is one Find's view of its text, with what several detectors share
+// computed at most once.
+type scan struct {
+	text string
+	det  *Detector
+	// tabs are the text's tables, parsed on first use.
+	tablesDone bool
+	tabs       []table
+	// checked are the secret rule matches already checked: rule, start,
+	// end.
+	checked map[[3]int]bool
+}
+
+func (s *scan) add(dst []Match, kind string, start, end int) []Match {
+	return append(dst, Match{Kind: kind, Start: start, End: end, Value: s.text[start:end]})
 }

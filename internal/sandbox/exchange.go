@@ -49,6 +49,8 @@ type exchange struct {
 	nCalls   atomic.Int64
 	nFrames  int64 // call frames read, of any method (reader goroutine only)
 
+	cut func(string, int) int // Request.Cut
+
 	mu             sync.Mutex
 	stdout, stderr capture
 	total          int64
@@ -59,7 +61,11 @@ type exchange struct {
 }
 
 func newExchange(lim Limits, req *Request) *exchange {
-	return &exchange{lim: lim, onOutput: req.OnOutput, stdout: capture{limit: lim.Output}, stderr: capture{limit: lim.Output}}
+	c := capture{limit: lim.Output}
+	if req.Cut != nil {
+		c.margin, c.cut = CutMargin, req.Cut
+	}
+	return &exchange{lim: lim, onOutput: req.OnOutput, cut: req.Cut, stdout: c, stderr: c}
 }
 
 // serveCalls lets the code's calls reach req's handler, with answers written
@@ -286,7 +292,7 @@ type exitInfo struct {
 // exchange must have stopped.
 func (x *exchange) finish(res *Result, exit exitInfo, lim Limits) {
 	res.Stdout, res.Stderr = x.stdout.text(), x.stderr.text()
-	res.Truncated = Truncated{Stdout: x.stdout.dropped > 0, Stderr: x.stderr.dropped > 0}
+	res.Truncated = Truncated{Stdout: x.stdout.truncated(), Stderr: x.stderr.truncated()}
 	switch {
 	case res.Error != nil: // timeout or cancellation, decided by the caller
 	case x.fault != nil:
@@ -294,7 +300,7 @@ func (x *exchange) finish(res *Result, exit exitInfo, lim Limits) {
 	case x.result != nil && exit.signal == 0:
 		res.OK = x.result.OK
 		res.Error = x.result.Error
-		res.Result = capResult(x.result.value(), lim.Output)
+		res.Result = capResult(x.result.value(), lim.Output, x.cut)
 		res.Images, res.ImagesDropped = x.result.images()
 		if !res.OK && res.Error == nil {
 			res.Error = failure(ErrSandbox, "the runner reported a failure without an error")

@@ -93,13 +93,13 @@ func TestResultFrameImages(t *testing.T) {
 // runner's own cut, is held to the output limit by the host.
 func TestResultCappedByHost(t *testing.T) {
 	big := strings.Repeat("x", 5000)
-	if got := capResult(big, 1000).(string); !strings.HasPrefix(got, big[:1000]) || len(got) > 1200 || !strings.Contains(got, "4000 more characters dropped") {
+	if got := capResult(big, 1000, nil).(string); !strings.HasPrefix(got, big[:1000]) || len(got) > 1200 || !strings.Contains(got, "4000 more characters dropped") {
 		t.Errorf("string: %d bytes: %.80q", len(got), got)
 	}
-	if got := capResult(map[string]any{"a": big}, 1000); !strings.Contains(fmt.Sprint(got), "over the output limit") {
+	if got := capResult(map[string]any{"a": big}, 1000, nil); !strings.Contains(fmt.Sprint(got), "over the output limit") {
 		t.Errorf("object: %.80v", got)
 	}
-	if got := capResult(map[string]any{"a": "b"}, 1000); fmt.Sprint(got) != "map[a:b]" {
+	if got := capResult(map[string]any{"a": "b"}, 1000, nil); fmt.Sprint(got) != "map[a:b]" {
 		t.Errorf("small object: %v", got)
 	}
 
@@ -114,5 +114,41 @@ os._exit(0)
 	r := exec1(t, m, ws, forged, 60*time.Second)
 	if s, _ := r.Result.(string); len(s) > 2<<10 || !strings.HasPrefix(s, "yyy") || !strings.Contains(s, "dropped") {
 		t.Errorf("a forged result frame returned %d bytes past a 1 KiB limit (%.60q, error %+v)", len(s), s, r.Error)
+	}
+}
+
+// TestCaptureCut: with Request.Cut, a stream keeps CutMargin bytes past the
+// limit and Cut decides where the kept part ends, seeing the value that
+// crosses the limit whole (issue 13: dave.trunc@example.o).
+func TestCaptureCut(t *testing.T) {
+	value := "dave.trunc@example.org"
+	out := strings.Repeat("x", 90) + " " + value + " and more"
+	var saw string
+	cut := func(text string, limit int) int {
+		saw = text
+		if i := strings.Index(text, value); i >= 0 && i < limit && limit < i+len(value) {
+			return i
+		}
+		return limit
+	}
+	c := capture{limit: 100, margin: CutMargin, cut: cut}
+	c.add([]byte(out[:50]))
+	c.add([]byte(out[50:]))
+	got := c.text()
+	if saw != out {
+		t.Fatalf("Cut saw %q, want the whole output", saw)
+	}
+	if strings.Contains(got, "dave") || !strings.HasSuffix(got, fmt.Sprintf("[codecell: output truncated, %d more bytes dropped]", len(out)-91)) {
+		t.Errorf("text() = %q", got)
+	}
+	// Without Cut, the limit is where it cuts, as before.
+	c = capture{limit: 100}
+	c.add([]byte(out))
+	if got := c.text(); !strings.HasPrefix(got, out[:100]+"\n[codecell: output truncated") {
+		t.Errorf("without Cut: %q", got)
+	}
+	// A result's repr goes the same way.
+	if got := capResult(out+strings.Repeat("y", 300), 100, cut).(string); strings.Contains(got, "dave") {
+		t.Errorf("capResult = %q", got)
 	}
 }

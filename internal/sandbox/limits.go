@@ -84,11 +84,13 @@ type runnerLimits struct {
 // fileSize is Request.FileSize.
 func (l Limits) forRunner(level Level, fileSize int64, session bool) runnerLimits {
 	r := runnerLimits{
-		Memory:      l.Memory,
-		FileSize:    l.FileSize,
-		OpenFiles:   l.OpenFiles,
-		CPUSeconds:  int64((l.CPUTime + time.Second - 1) / time.Second),
-		ResultBytes: l.Output,
+		Memory:     l.Memory,
+		FileSize:   l.FileSize,
+		OpenFiles:  l.OpenFiles,
+		CPUSeconds: int64((l.CPUTime + time.Second - 1) / time.Second),
+		// The runner cuts a long repr past CutMargin, so that capResult,
+		// host-side, sees the value that crosses the limit whole.
+		ResultBytes: l.Output + CutMargin,
 		Pids:        l.Pids,
 		Level:       level,
 	}

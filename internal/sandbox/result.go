@@ -58,7 +58,19 @@ type Request struct {
 	// the code can raise it there, which is why it is not the quota's only
 	// guard. Zero means Limits.FileSize.
 	FileSize int64
+
+	// Cut, when set, says where to cut an output stream or a result's
+	// repr that is over the output limit: it returns a position at most
+	// limit in text, a character boundary. The caller makes it a cut that
+	// leaves no part of a value (package pii); to let it see the value
+	// that crosses the limit whole, the sandbox keeps CutMargin bytes
+	// past the limit. Nil cuts at the last character boundary.
+	Cut func(text string, limit int) int
 }
+
+// CutMargin is how far past the output limit the sandbox keeps output for
+// Request.Cut to look at.
+const CutMargin = 16 << 10
 
 // CallHandler answers a call the code makes to the host over the channel.
 // Method is what the code asked for ("tool", "search_tools", ...); params are
@@ -117,14 +129,18 @@ func failure(typ, format string, args ...any) *ExecError {
 }
 
 // capture keeps the first limit bytes of a stream and counts the rest.
+// With cut, it keeps margin more, for cut to decide where the kept part
+// ends.
 type capture struct {
 	limit   int64
+	margin  int64
+	cut     func(string, int) int
 	buf     []byte
 	dropped int64
 }
 
 func (c *capture) add(p []byte) {
-	room := c.limit - int64(len(c.buf))
+	room := c.limit + c.margin - int64(len(c.buf))
 	if room >= int64(len(p)) {
 		c.buf = append(c.buf, p...)
 		return
@@ -136,14 +152,33 @@ func (c *capture) add(p []byte) {
 	c.dropped += int64(len(p))
 }
 
+// truncated reports whether the stream was cut at the limit.
+func (c *capture) truncated() bool {
+	return c.dropped > 0 || int64(len(c.buf)) > c.limit
+}
+
 // text is the kept output as valid UTF-8 (what is not is replaced, including
 // a character cut at the limit), with a note of what was dropped.
 func (c *capture) text() string {
 	s := strings.ToValidUTF8(string(c.buf), "\uFFFD")
-	if c.dropped == 0 {
+	dropped := c.dropped
+	if int64(len(c.buf)) > c.limit {
+		keep := int(c.limit)
+		if c.cut != nil {
+			keep = c.cut(s, min(keep, len(s)))
+		} else {
+			for keep > 0 && keep < len(s) && !utf8.RuneStart(s[keep]) {
+				keep--
+			}
+		}
+		keep = min(keep, len(s))
+		dropped += int64(len(s) - keep)
+		s = s[:keep]
+	}
+	if dropped == 0 {
 		return s
 	}
-	return s + fmt.Sprintf("\n[codecell: output truncated, %d more bytes dropped]", c.dropped)
+	return s + fmt.Sprintf("\n[codecell: output truncated, %d more bytes dropped]", dropped)
 }
 
 // Image is an image the code showed.
@@ -208,7 +243,7 @@ const resultSlack = 256
 // A result that nests deeper than maxResultDepth becomes its JSON text,
 // cut like a string: decoders further on refuse such depths, and the whole
 // answer would fail with them rather than this result.
-func capResult(v any, limit int64) any {
+func capResult(v any, limit int64, cutAt func(string, int) int) any {
 	if v == nil {
 		return v
 	}
@@ -220,6 +255,10 @@ func capResult(v any, limit int64) any {
 		return v
 	}
 	if s, ok := v.(string); ok {
+		if cutAt != nil && int64(len(s)) > limit+resultSlack {
+			k := cutAt(s, int(limit))
+			return s[:k] + fmt.Sprintf("... [codecell: result cut at the output limit, %d more bytes dropped]", len(s)-k)
+		}
 		if n := int64(utf8.RuneCountInString(s)); n > limit+resultSlack {
 			cut := []rune(s)[:limit]
 			return string(cut) + fmt.Sprintf("... [codecell: result cut at the output limit, %d more characters dropped]", n-limit)

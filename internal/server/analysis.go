@@ -94,17 +94,10 @@ func (s *Server) executeAnalysis(ctx context.Context, req *mcp.CallToolRequest, 
 		return nil, ExecuteAnalysisOutput{}, analysisError("parameters", err)
 	}
 	out := ExecuteAnalysisOutput{Result: res.Result, Stats: AnalysisStats{RowsIn: res.RowsIn, RowsOut: res.RowsOut}}
-	text := renderAnalysis(in.AnalysisType, res)
 	// Rows from a workspace file reach the model with their personal data
-	// as tokens, like everything else codecell returns.
-	if s.privacy.det != nil {
-		if out.Result, err = s.privacy.jsonValue(ctx, namespaceOf(req), res.Result); err == nil {
-			text, err = s.privacy.text(ctx, namespaceOf(req), text)
-		}
-		if err != nil {
-			return nil, ExecuteAnalysisOutput{}, err
-		}
-	}
+	// as tokens, like everything else codecell returns: the gate sees to
+	// it (gate.go).
+	text := renderAnalysis(in.AnalysisType, res)
 	s.log.Info("analysis", "namespace", namespaceOf(req), "analysis_type", in.AnalysisType,
 		"rows_in", res.RowsIn, "rows_out", res.RowsOut)
 	return textResult(text), out, nil

@@ -48,9 +48,9 @@ type answerPart struct {
 // boundAnswer cuts out's stdout, stderr and result to the answer budget,
 // head and tail with the cut marked, and writes whole to a workspace file
 // named in out.OutputFile. It returns a resource link to that file, or nil
-// when nothing was cut. out has been through the privacy gate; whole has
-// not, and stays in the namespace's workspace, where code sees the same
-// data anyway.
+// when nothing was cut. whole stays in the namespace's workspace as the code
+// made it, where code sees the same data anyway; what reaches the model
+// passes the gate.
 func (s *Server) boundAnswer(ctx context.Context, ns string, out *ExecuteCodeOutput, whole wholeOutput) (*mcp.ResourceLink, error) {
 	budget := s.cfg.Sandbox.AnswerBudget
 	if budget <= 0 {
@@ -64,6 +64,35 @@ func (s *Server) boundAnswer(ctx context.Context, ns string, out *ExecuteCodeOut
 	}
 	if !share(parts, budget) {
 		return nil, nil
+	}
+	// A cut must not leave part of a value for the gate to miss: what is
+	// cut is tokenized first, and the gate's later pass finds only tokens.
+	if !s.gate.Off() {
+		var err error
+		if out.Stdout, err = s.gate.Text(ctx, ns, out.Stdout); err != nil {
+			return nil, err
+		}
+		if out.Stderr, err = s.gate.Text(ctx, ns, out.Stderr); err != nil {
+			return nil, err
+		}
+		if out.Result != nil {
+			raw, err := s.gate.Value(ctx, ns, out.Result)
+			if err != nil {
+				return nil, err
+			}
+			if err := json.Unmarshal(raw, &out.Result); err != nil {
+				return nil, err
+			}
+		}
+		result, resultIsText = resultText(out.Result)
+		parts = []*answerPart{
+			{text: out.Stdout, runes: utf8.RuneCountInString(out.Stdout)},
+			{text: out.Stderr, runes: utf8.RuneCountInString(out.Stderr)},
+			{text: result, runes: utf8.RuneCountInString(result)},
+		}
+		if !share(parts, budget) {
+			return nil, nil
+		}
 	}
 	file, err := s.saveWholeOutput(ctx, ns, whole)
 	where := "the whole output is in the workspace file " + file
@@ -92,12 +121,8 @@ func (s *Server) boundAnswer(ctx context.Context, ns string, out *ExecuteCodeOut
 	if file == "" {
 		return nil, nil
 	}
-	shown, err := s.privacy.text(ctx, ns, file)
-	if err != nil {
-		return nil, err
-	}
-	out.OutputFile = shown
-	return &mcp.ResourceLink{URI: fileURI(shown), Name: shown, MIMEType: "text/plain"}, nil
+	out.OutputFile = file
+	return &mcp.ResourceLink{URI: fileURI(file), Name: file, MIMEType: "text/plain"}, nil
 }
 
 // resultText is the result as the budget counts it: a string as itself,

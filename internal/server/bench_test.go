@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +35,48 @@ func BenchmarkExecuteCodeMCP(b *testing.B) {
 	for b.Loop() {
 		if res, err := cs.CallTool(ctx, args); err != nil || res.IsError {
 			b.Fatal(err, res)
+		}
+	}
+}
+
+// BenchmarkGate is what the gate costs an execute_code answer: the same
+// call with pii.mode "off" and "tokenize", for a trivial output and for
+// 64 KiB and 1 MiB of log lines with some personal data in them.
+//
+//	go test ./internal/server -run XXX -bench Gate -benchtime 20x
+func BenchmarkGate(b *testing.B) {
+	line := "2024-03-12 09:05:00 INFO worker: order 4419-2201-77 for anna.k@icloud.com from 203.0.113.7 took 12ms\n" +
+		"2024-03-12 09:05:01 INFO search: query \"isbn 978-0-306-40615-7\" status=200 bytes=2326 ua=\"Mozilla/5.0\"\n"
+	for _, size := range []struct {
+		name string
+		out  string
+	}{
+		{"trivial", "1\n"},
+		{"64KiB", strings.Repeat(line, (64<<10)/len(line))},
+		{"1MiB", strings.Repeat(line, (1<<20)/len(line))},
+	} {
+		for _, mode := range []string{"off", "tokenize"} {
+			b.Run(size.name+"/"+mode, func(b *testing.B) {
+				cfg := config.Default()
+				cfg.PII.Mode = mode
+				cfg.Sandbox.Output = 2 << 20
+				out := size.out
+				s, err := New(Options{Config: cfg, Executor: funcExecutor{func(context.Context, sandbox.Request) *sandbox.Result {
+					return &sandbox.Result{OK: true, Stdout: out}
+				}}, DataDir: b.TempDir()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				cs := connectClient(b, s)
+				args := &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "print(1)"}}
+				b.SetBytes(int64(len(out)))
+				for b.Loop() {
+					if res, err := cs.CallTool(ctx, args); err != nil || res.IsError {
+						b.Fatal(err, res)
+					}
+				}
+			})
 		}
 	}
 }

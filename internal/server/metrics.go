@@ -37,7 +37,7 @@ func (s *Server) initMetrics() {
 		}
 	}
 	s.metrics = metrics.New(opts)
-	s.privacy.metrics = s.metrics
+	s.gate.metrics = s.metrics
 }
 
 // MetricsHandler serves the metrics in the Prometheus text format, for
@@ -46,15 +46,25 @@ func (s *Server) MetricsHandler() http.Handler { return s.metrics.Handler() }
 
 // observeExecution writes the one log line of a finished execution and
 // counts it in the metrics. Nothing the code produced is logged: no code,
-// output or error message, which may hold personal data; the error type is a
-// class name.
+// output or error message, which may hold personal data; and the error type,
+// a class name the code chooses, only as one of the fixed set of
+// metrics.Outcome.
 func (s *Server) observeExecution(j job, out ExecuteCodeOutput) {
 	errType := executionErrorType(out)
 	s.metrics.Execution(errType, time.Duration(out.DurationMS*float64(time.Millisecond)),
 		out.savings.ToolResultBytes, out.savings.ReturnedBytes)
 	s.log.Info("execution", "namespace", j.Namespace, "session_id", out.SessionID, "ok", out.OK,
-		"error_type", errType, "duration_ms", out.DurationMS, "tool_calls", len(out.calls),
+		"error_type", errorTypeLabel(errType), "duration_ms", out.DurationMS, "tool_calls", len(out.calls),
 		"isolation", out.Isolation)
+}
+
+// errorTypeLabel is an error type as logs and metrics show it: one of a
+// fixed set (metrics.Outcome), "" for none.
+func errorTypeLabel(t string) string {
+	if t == "" {
+		return ""
+	}
+	return metrics.Outcome(t)
 }
 
 // executionErrorType is the error type of an execution, "" when it

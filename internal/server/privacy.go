@@ -1,170 +1,53 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codecell/codecell/internal/metrics"
 	"github.com/codecell/codecell/internal/pii"
-	"github.com/codecell/codecell/internal/store"
 )
 
-// privacy keeps personal data out of the model (SPEC §7): what codecell
-// returns is tokenized, and tokens in arguments to upstream tools are
-// restored, through each namespace's own vault.
-type privacy struct {
-	det   *pii.Detector // nil when pii.mode is "off"
-	store *store.Store  // the persistent vault; nil keeps tokens in memory
-	// metrics count the values tokenized; nil counts nothing.
-	metrics *metrics.Metrics
+// Restoring tokens is the other half of privacy (SPEC §7): host-side, in
+// what goes to tools, never in what goes to the model. The values a request
+// had restored are recorded in its scope, so that the gate tokenizes them
+// again where the answer echoes them.
 
-	mu     sync.Mutex // guards memory
-	memory map[string]*pii.MemoryVault
-}
-
-// storeVault is a namespace's vault in the store.
-type storeVault struct {
-	ctx context.Context
-	st  *store.Store
-	ns  string
-}
-
-func (v storeVault) Token(kind, value string) (string, error) {
-	return v.st.VaultToken(v.ctx, v.ns, kind, value)
-}
-
-func (v storeVault) Value(token string) (string, bool, error) {
-	return v.st.VaultValue(v.ctx, v.ns, token)
-}
-
-func (p *privacy) vault(ctx context.Context, ns string) pii.Vault {
-	if p.store != nil {
-		return storeVault{ctx: ctx, st: p.store, ns: ns}
+// arguments restores the tokens in arguments going to an upstream tool.
+func (s *Server) arguments(ctx context.Context, ns string, raw json.RawMessage) (json.RawMessage, error) {
+	if s.gate.Off() || len(raw) == 0 {
+		return raw, nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.memory == nil {
-		p.memory = map[string]*pii.MemoryVault{}
-	}
-	v := p.memory[ns]
-	if v == nil {
-		v = pii.NewMemoryVault()
-		p.memory[ns] = v
-	}
-	return v
-}
-
-// text tokenizes a text that goes to the model.
-func (p *privacy) text(ctx context.Context, ns, s string) (string, error) {
-	if p.det == nil || s == "" {
-		return s, nil
-	}
-	out, counts, err := p.det.Tokenize(s, p.vault(ctx, ns))
+	out, known, err := pii.RestoreJSONKnown(raw, s.gate.vault(ctx, ns))
 	if err != nil {
-		return "", fmt.Errorf("tokenize personal data: %w", err)
+		return nil, err
 	}
-	p.metrics.PIITokens(counts)
+	restored(ctx, known)
 	return out, nil
 }
 
-// value tokenizes every string in a JSON value that goes to the model.
-func (p *privacy) value(ctx context.Context, ns string, v any) (any, error) {
-	if p.det == nil {
-		return v, nil
+// pathArg restores the tokens in a path argument: paths carry personal data
+// too (report_ada@example.org.csv), and a path the model saw, tokenized,
+// must find its file.
+func (s *Server) pathArg(ctx context.Context, ns, p string) (string, error) {
+	if s.gate.Off() || !strings.Contains(p, "[") {
+		return p, nil
 	}
-	switch v := v.(type) {
-	case string:
-		return p.text(ctx, ns, v)
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			t, err := p.value(ctx, ns, x)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = t
-		}
-		return out, nil
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			tk, err := p.text(ctx, ns, k)
-			if err != nil {
-				return nil, err
-			}
-			t, err := p.value(ctx, ns, x)
-			if err != nil {
-				return nil, err
-			}
-			out[tk] = t
-		}
-		return out, nil
-	}
-	return v, nil
-}
-
-// jsonValue tokenizes any value that encodes to JSON (typed results such as
-// an analysis's), returning it as a plain JSON value with exact numbers.
-func (p *privacy) jsonValue(ctx context.Context, ns string, v any) (any, error) {
-	raw, err := json.Marshal(v)
+	out, known, err := pii.RestoreKnown(p, s.gate.vault(ctx, ns))
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var plain any
-	if err := dec.Decode(&plain); err != nil {
-		return nil, err
-	}
-	return p.value(ctx, ns, plain)
-}
-
-// output tokenizes every model-facing field of an execution's result.
-func (p *privacy) output(ctx context.Context, ns string, out *ExecuteCodeOutput) error {
-	if p.det == nil {
-		return nil
-	}
-	var err error
-	if out.Stdout, err = p.text(ctx, ns, out.Stdout); err != nil {
-		return err
-	}
-	if out.Stderr, err = p.text(ctx, ns, out.Stderr); err != nil {
-		return err
-	}
-	if out.Result, err = p.value(ctx, ns, out.Result); err != nil {
-		return err
-	}
-	if out.Error != nil {
-		e := *out.Error
-		if e.Message, err = p.text(ctx, ns, e.Message); err != nil {
-			return err
-		}
-		if e.Traceback, err = p.text(ctx, ns, e.Traceback); err != nil {
-			return err
-		}
-		out.Error = &e
-	}
-	return nil
-}
-
-// arguments restores the tokens in arguments going to an upstream tool.
-func (p *privacy) arguments(ctx context.Context, ns string, raw json.RawMessage) (json.RawMessage, error) {
-	if p.det == nil || len(raw) == 0 {
-		return raw, nil
-	}
-	return pii.RestoreJSON(raw, p.vault(ctx, ns))
+	restored(ctx, known)
+	return out, nil
 }
 
 // SanitizeInput is the input of sanitize_pii.
 type SanitizeInput struct {
-	Text string `json:"text" jsonschema:"Text whose personal data is replaced by tokens such as [EMAIL_1]."`
+	Text string `json:"text" jsonschema:"Text whose personal data is replaced by tokens such as [EMAIL_3f9a2c]."`
 }
 
 // SanitizeOutput is the result of sanitize_pii.
@@ -187,16 +70,16 @@ func (s *Server) addPrivacyTools() {
 	addTool(s, "privacy", &mcp.Tool{
 		Name:        "sanitize_pii",
 		Title:       "Replace personal data by tokens",
-		Description: "Replace emails, phone numbers, card numbers, IBANs, SSNs, IP addresses and secrets in a text by stable tokens such as [EMAIL_1].",
+		Description: "Replace emails, phone numbers, card numbers, IBANs, SSNs, IP addresses and secrets in a text by stable tokens such as [EMAIL_3f9a2c].",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in SanitizeInput) (*mcp.CallToolResult, SanitizeOutput, error) {
-		det := s.privacy.det
+		det := s.gate.det
 		if det == nil {
 			var err error
-			if det, err = pii.New(nil); err != nil {
+			if det, err = pii.New(pii.Options{PhoneRegion: s.cfg.PII.PhoneRegion}); err != nil {
 				return nil, SanitizeOutput{}, err
 			}
 		}
-		text, counts, err := det.Tokenize(in.Text, s.privacy.vault(ctx, namespaceOf(req)))
+		text, counts, err := det.Tokenize(in.Text, s.gate.vault(ctx, namespaceOf(req)))
 		if err != nil {
 			return nil, SanitizeOutput{}, err
 		}
@@ -211,12 +94,17 @@ func (s *Server) addPrivacyTools() {
 		sort.Strings(kinds)
 		return textResult(text + "\n[" + strings.Join(kinds, ", ") + "]\n"), SanitizeOutput{Text: text, Counts: counts}, nil
 	})
+	if !s.cfg.PII.AllowRestore {
+		// Restoring hands the model what tokenization hid from it: only
+		// where the operator says the model may see every original.
+		return
+	}
 	addTool(s, "privacy", &mcp.Tool{
 		Name:        "restore_pii",
 		Title:       "Restore tokenized personal data",
 		Description: "Replace the tokens of this namespace in a text by the original values.",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in RestoreInput) (*mcp.CallToolResult, RestoreOutput, error) {
-		text, err := pii.Restore(in.Text, s.privacy.vault(ctx, namespaceOf(req)))
+		text, err := pii.Restore(in.Text, s.gate.vault(ctx, namespaceOf(req)))
 		if err != nil {
 			return nil, RestoreOutput{}, err
 		}

@@ -7,9 +7,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/pii"
 	"github.com/codecell/codecell/internal/store"
 )
+
+func testGate(t *testing.T, st *store.Store) *Gate {
+	t.Helper()
+	g, err := NewGate(config.PII{Mode: "tokenize"}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
 
 // TestVaultNamespaces: a token of one namespace is never restored in
 // another, and tokens persist in the store.
@@ -20,21 +30,20 @@ func TestVaultNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	det, err := pii.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &privacy{det: det, store: st}
-	a, err := p.text(ctx, "team-a", "ping ada@example.org")
-	if err != nil || a != "ping [EMAIL_1]" {
+	g := testGate(t, st)
+	a, err := g.Text(ctx, "team-a", "ping ada@example.org")
+	if err != nil || !strings.HasPrefix(a, "ping [EMAIL_") {
 		t.Fatalf("team-a: %q %v", a, err)
 	}
-	b, err := p.text(ctx, "team-b", "ping bob@example.org")
-	if err != nil || b != "ping [EMAIL_1]" {
+	tokA := strings.TrimPrefix(a, "ping ")
+	b, err := g.Text(ctx, "team-b", "ping bob@example.org")
+	if err != nil || !strings.HasPrefix(b, "ping [EMAIL_") {
 		t.Fatalf("team-b: %q %v", b, err)
 	}
-	args, err := p.arguments(ctx, "team-b", json.RawMessage(`{"to":"[EMAIL_1]","cc":["[EMAIL_2]"]}`))
-	if err != nil || !strings.Contains(string(args), `"to":"bob@example.org"`) || !strings.Contains(string(args), `[EMAIL_2]`) || strings.Contains(string(args), "ada@") {
+	tokB := strings.TrimPrefix(b, "ping ")
+	s := &Server{gate: g}
+	args, err := s.arguments(ctx, "team-b", json.RawMessage(`{"to":"`+tokB+`","cc":["`+tokA+`"]}`))
+	if err != nil || !strings.Contains(string(args), `"to":"bob@example.org"`) || !strings.Contains(string(args), tokA) || strings.Contains(string(args), "ada@") {
 		t.Fatalf("team-b arguments: %s %v", args, err)
 	}
 	st.Close()
@@ -43,38 +52,38 @@ func TestVaultNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	p = &privacy{det: det, store: st}
-	restored, err := pii.Restore("[EMAIL_1]", p.vault(ctx, "team-a"))
+	g = testGate(t, st)
+	restored, err := pii.Restore(tokA, g.vault(ctx, "team-a"))
 	if err != nil || restored != "ada@example.org" {
 		t.Fatalf("after reopening, team-a: %q %v", restored, err)
 	}
-	if again, _ := p.text(ctx, "team-a", "ada@example.org"); again != "[EMAIL_1]" {
-		t.Fatalf("the same value got a new token: %q", again)
+	if again, _ := g.Text(ctx, "team-a", "ada@example.org"); again != tokA {
+		t.Fatalf("the same value got a new token: %q, was %q", again, tokA)
 	}
 	// Off: nothing is tokenized.
-	off := &privacy{store: st}
-	if s, _ := off.text(ctx, "team-a", "ada@example.org"); s != "ada@example.org" {
+	off, _ := NewGate(config.PII{Mode: "off"}, st)
+	if s, _ := off.Text(ctx, "team-a", "ada@example.org"); s != "ada@example.org" {
 		t.Fatalf("pii off: %q", s)
 	}
 }
 
-func TestJSONValueTokenizes(t *testing.T) {
-	det, err := pii.New(nil)
+// TestGateJSON: every string and number is tokenized, under its key as a
+// label; other numbers keep their exact digits, and keys their order.
+func TestGateJSON(t *testing.T) {
+	g := testGate(t, nil)
+	out, err := g.JSON(context.Background(), "default", []byte(`[{"name":"Ada","email":"ada@example.org","id":9007199254740993,"card":4111111111111111,"ssn":"123456789","n":1.50}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &privacy{det: det}
-	type row struct {
-		Name  string `json:"name"`
-		Email string `json:"email"`
-		ID    int64  `json:"id"`
-	}
-	got, err := p.jsonValue(context.Background(), "default", []row{{"Ada", "ada@example.org", 9007199254740993}})
-	if err != nil {
+	var rows []map[string]any
+	if err := json.Unmarshal(out, &rows); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(got)
-	if string(b) != `[{"email":"[EMAIL_1]","id":9007199254740993,"name":"Ada"}]` {
-		t.Fatalf("%s", b)
+	r := rows[0]
+	if !pii.IsToken(r["email"].(string)) || !pii.IsToken(r["card"].(string)) || !pii.IsToken(r["ssn"].(string)) {
+		t.Errorf("not tokenized: %s", out)
+	}
+	if !strings.Contains(string(out), `"id":9007199254740993`) || !strings.Contains(string(out), `"n":1.50`) || r["name"] != "Ada" {
+		t.Errorf("numbers and names changed: %s", out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -29,8 +30,9 @@ type progress struct {
 	token any
 	start time.Time
 
-	mu   sync.Mutex // guards tail
-	tail []byte     // the end of stdout and stderr, interleaved as they came
+	mu    sync.Mutex // guards tail and whole
+	tail  []byte     // the end of stdout and stderr, interleaved as they came
+	whole bool       // tail holds the output from its start
 }
 
 // startProgress starts reporting the execution req asked for, if it gave a
@@ -45,7 +47,7 @@ func (s *Server) startProgress(ctx context.Context, req *mcp.CallToolRequest, ns
 	if token == nil {
 		return nil, func() {}
 	}
-	p := &progress{s: s, ns: ns, ss: req.Session, token: token, start: time.Now()}
+	p := &progress{s: s, ns: ns, ss: req.Session, token: token, start: time.Now(), whole: true}
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
@@ -76,21 +78,45 @@ func (p *progress) output(_ string, data []byte) {
 	p.tail = append(p.tail, data...)
 	if len(p.tail) > progressTail {
 		p.tail = append(p.tail[:0], p.tail[len(p.tail)-progressTail:]...)
+		p.whole = false
 	}
 }
 
-// lines returns the latest complete or partial output lines.
+// lines returns the latest complete output lines. A line still being
+// written is left for a later report, and so is the first line of the
+// tail when the tail starts inside it: a value written in two parts
+// ("4111 1111" then " 1111 1111\n") would show as two halves no detector
+// finds. A line longer than progressLine characters is cut where the gate
+// says, never inside a value.
 func (p *progress) lines() []string {
 	p.mu.Lock()
 	text := string(p.tail)
+	whole := p.whole
 	p.mu.Unlock()
+	end := strings.LastIndexByte(text, '\n')
+	if end < 0 {
+		return nil
+	}
+	text = text[:end]
+	if !whole {
+		nl := strings.IndexByte(text, '\n')
+		if nl < 0 {
+			return nil
+		}
+		text = text[nl+1:]
+	}
 	var out []string
-	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+	for _, l := range strings.Split(text, "\n") {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
-		if r := []rune(l); len(r) > progressLine {
-			l = string(r[:progressLine]) + "…"
+		if utf8.RuneCountInString(l) > progressLine {
+			limit := 0
+			for range progressLine {
+				_, size := utf8.DecodeRuneInString(l[limit:])
+				limit += size
+			}
+			l = l[:p.s.gate.Cut(l, limit)] + "…"
 		}
 		out = append(out, l)
 	}
@@ -101,11 +127,8 @@ func (p *progress) send(ctx context.Context) {
 	elapsed := time.Since(p.start)
 	msg := fmt.Sprintf("running for %.1fs", elapsed.Seconds())
 	if lines := p.lines(); len(lines) > 0 {
-		text, err := p.s.privacy.text(ctx, p.ns, strings.Join(lines, "\n"))
-		if err != nil {
-			text = "(output withheld: personal data could not be tokenized)"
-		}
-		msg += "; latest output:\n" + text
+		// The gate tokenizes the message on its way (gateSending).
+		msg += "; latest output:\n" + strings.Join(lines, "\n")
 	}
 	if err := p.ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 		ProgressToken: p.token, Progress: elapsed.Seconds(), Message: msg,

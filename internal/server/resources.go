@@ -84,13 +84,9 @@ func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesReques
 	}
 	res := &mcp.ListResourcesResult{Resources: make([]*mcp.Resource, 0, len(files))}
 	for _, f := range files {
-		shown, err := s.privacy.text(ctx, ns, f.Path)
-		if err != nil {
-			return nil, err
-		}
 		size := f.Size
 		res.Resources = append(res.Resources, &mcp.Resource{
-			URI: fileURI(shown), Name: shown, MIMEType: mime.TypeByExtension(path.Ext(f.Path)), Size: size,
+			URI: fileURI(f.Path), Name: f.Path, MIMEType: mime.TypeByExtension(path.Ext(f.Path)), Size: size,
 			Annotations: &mcp.Annotations{LastModified: f.ModTime.UTC().Format(time.RFC3339)},
 		})
 	}
@@ -133,9 +129,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	mimeType, text := contentType(p, data)
 	c := &mcp.ResourceContents{URI: uri, MIMEType: mimeType}
 	if text {
-		if c.Text, err = s.privacy.text(ctx, ns, string(data)); err != nil {
-			return nil, err
-		}
+		c.Text = string(data)
 	} else {
 		c.Blob = data
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/envs"
 	"github.com/codecell/codecell/internal/metrics"
-	"github.com/codecell/codecell/internal/pii"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/skills"
 	"github.com/codecell/codecell/internal/store"
@@ -64,6 +63,11 @@ type Options struct {
 	// with the config's quota and cap on entries, closed by Close. The
 	// caller closes one it passes, after Close.
 	Volumes *workspace.Volumes
+	// Gate tokenizes personal data on its way out (see Gate); nil makes
+	// one from Config.PII and Store, and passes the server's own log lines
+	// through it. A caller that gives one has passed Logger through its
+	// LogHandler.
+	Gate    *Gate
 	Version string       // reported to clients; "" means "dev"
 	Logger  *slog.Logger // nil means silent
 }
@@ -74,7 +78,7 @@ type Server struct {
 	exec    Executor
 	up      Upstreams
 	envs    *envs.Manager
-	privacy *privacy
+	gate    *Gate
 	store   *store.Store // nil: no execution log
 	tools   *toolIndex
 	policy  policy
@@ -123,22 +127,20 @@ func New(opts Options) (*Server, error) {
 	if s.up == nil {
 		s.up = noUpstreams{}
 	}
-	s.privacy = &privacy{store: opts.Store}
+	s.gate = opts.Gate
+	if s.gate == nil {
+		g, err := NewGate(opts.Config.PII, opts.Store)
+		if err != nil {
+			return nil, err
+		}
+		s.gate = g
+		s.log = slog.New(g.LogHandler(log.Handler()))
+		log = s.log
+	}
 	s.initMetrics()
 	s.skills = opts.Skills
 	opener, _ := opts.Executor.(SessionOpener)
 	s.sessions = newSessions(opener, opts.Store, opts.Config.Sessions.IdleTimeout, opts.Config.Sessions.MaxPerNamespace, log)
-	if opts.Config.PII.Mode != "off" {
-		custom := make([]pii.Custom, len(opts.Config.PII.Custom))
-		for i, c := range opts.Config.PII.Custom {
-			custom[i] = pii.Custom{Kind: c.Kind, Pattern: c.Pattern}
-		}
-		det, err := pii.New(custom)
-		if err != nil {
-			return nil, fmt.Errorf("pii.custom: %w", err)
-		}
-		s.privacy.det = det
-	}
 	// Every tool is defined, whatever the toolsets: code reaches the ones
 	// not listed from the sandbox (from codecell import ...).
 	s.addExecTools()
@@ -165,6 +167,10 @@ func New(opts Options) (*Server, error) {
 			b.register(s.mcp)
 		}
 	}
+	// Last, so that it is the outermost: every answer, whatever made it,
+	// passes the gate.
+	s.mcp.AddReceivingMiddleware(s.gateMiddleware)
+	s.mcp.AddSendingMiddleware(s.gateSending)
 	return s, nil
 }
 
@@ -200,6 +206,9 @@ func (s *Server) Close() {
 		s.vols.Close()
 	}
 }
+
+// Gate returns the server's gate, for the HTTP routes and the logs.
+func (s *Server) Gate() *Gate { return s.gate }
 
 // MCP returns the underlying MCP server, for a transport to run.
 func (s *Server) MCP() *mcp.Server { return s.mcp }

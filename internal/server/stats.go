@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -29,9 +28,11 @@ const (
 const recordTimeout = 15 * time.Second
 
 // recordExecution appends one execution to its namespace's execution log,
-// from out as the model receives it: after tokenization, so the log holds
-// nothing the model must not see. It returns once the row is committed, so
-// every execution whose result was returned is in the log.
+// every field (code, output, result, error type, message and traceback)
+// passed through the gate whole and only then cut to its excerpt, so the
+// log holds nothing the model must not see, nor part of a value. It
+// returns once the row is committed, so every execution whose result was
+// returned is in the log.
 //
 // A store failure is logged at error level and does not fail the call. The
 // code has already run: its tool calls reached the upstreams and its files
@@ -51,12 +52,21 @@ func (s *Server) recordExecution(ctx context.Context, j job, out ExecuteCodeOutp
 	if err != nil { // a []ToolCall always encodes; keep the row regardless
 		calls = nil
 	}
+	// gated passes a field through the gate whole, then cuts it.
+	ctx = uncounted(ctx)
+	gated := func(text string, max int) string {
+		t, err := s.gate.Text(ctx, j.Namespace, text)
+		if err != nil {
+			return "(withheld: personal data could not be tokenized)"
+		}
+		return s.excerpt(t, max)
+	}
 	e := store.Execution{
 		Namespace:       j.Namespace,
 		SessionID:       out.SessionID,
-		Code:            excerpt(j.Code, logCode),
-		StdoutExcerpt:   excerpt(out.Stdout, logExcerpt),
-		StderrExcerpt:   excerpt(out.Stderr, logExcerpt),
+		Code:            gated(j.Code, logCode),
+		StdoutExcerpt:   gated(out.Stdout, logExcerpt),
+		StderrExcerpt:   gated(out.Stderr, logExcerpt),
 		Duration:        time.Duration(math.Round(out.DurationMS*1000)) * time.Microsecond,
 		ToolCalls:       calls,
 		Isolation:       out.Isolation,
@@ -68,33 +78,37 @@ func (s *Server) recordExecution(ctx context.Context, j job, out ExecuteCodeOutp
 	}
 	if out.Result != nil {
 		if b, err := json.Marshal(out.Result); err == nil {
-			e.ResultExcerpt = excerpt(string(b), logExcerpt)
+			if t, err := s.gate.JSON(ctx, j.Namespace, b); err == nil {
+				e.ResultExcerpt = s.excerpt(string(t), logExcerpt)
+			} else {
+				e.ResultExcerpt = "(withheld: personal data could not be tokenized)"
+			}
 		}
 	}
-	e.ErrorType = executionErrorType(out) // a failure must never count as a success
+	// A failure must never count as a success; an exception class can be
+	// named anything (type("ada@example.org", (Exception,), {})).
+	e.ErrorType = gated(executionErrorType(out), logExcerpt)
 	if out.Error != nil {
-		e.ErrorMessage = excerpt(out.Error.Message, logExcerpt)
-		e.ErrorTraceback = excerpt(out.Error.Traceback, logExcerpt)
+		e.ErrorMessage = gated(out.Error.Message, logExcerpt)
+		e.ErrorTraceback = gated(out.Error.Traceback, logExcerpt)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	if _, err := s.store.RecordExecution(ctx, e); err != nil {
 		s.log.Error("execution log: this execution is not recorded", "namespace", j.Namespace,
-			"ok", out.OK, "error_type", e.ErrorType, "duration_ms", out.DurationMS, "error", err)
+			"ok", out.OK, "error_type", errorTypeLabel(executionErrorType(out)), "duration_ms", out.DurationMS, "error", err)
 	}
 }
 
-// excerpt returns s cut to at most max bytes at a character boundary, with
-// a note of how many bytes were dropped.
-func excerpt(s string, max int) string {
-	if len(s) <= max {
-		return s
+// excerpt returns text cut to at most max bytes where the gate says (never
+// inside a value or a token, nor a character), with a note of how many
+// bytes were dropped.
+func (s *Server) excerpt(text string, max int) string {
+	if len(text) <= max {
+		return text
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s\n[... %d more bytes]", s[:cut], len(s)-cut)
+	cut := s.gate.Cut(text, max)
+	return fmt.Sprintf("%s\n[... %d more bytes]", text[:cut], len(text)-cut)
 }
 
 // ExecutionStatsInput is the input of get_execution_stats.

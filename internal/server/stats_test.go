@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -247,7 +248,7 @@ func TestExecutionStats(t *testing.T) {
 			t.Fatalf("%d entries, %v", len(log), err)
 		}
 		pii, mixed := log[0], log[2]
-		if pii.Code != "pii" || pii.StdoutExcerpt != "mail [EMAIL_1]\n" || pii.Duration != 50*time.Millisecond ||
+		if pii.Code != "pii" || !emailLine.MatchString(pii.StdoutExcerpt) || pii.Duration != 50*time.Millisecond ||
 			pii.Isolation != "production" || pii.ErrorType != "" {
 			t.Errorf("the log holds %+v; personal data must be tokenized as for the model", pii)
 		}
@@ -299,7 +300,12 @@ func TestStatsNeedStore(t *testing.T) {
 	}
 }
 
+// emailLine is "mail " and an e-mail token, on a line.
+var emailLine = regexp.MustCompile(`^mail \[EMAIL_[0-9a-f]{6,}\]\n$`)
+
 func TestExcerpt(t *testing.T) {
+	s := &Server{gate: &Gate{}} // the gate off: cuts at characters only
+	excerpt := s.excerpt
 	for _, tc := range []struct {
 		in   string
 		max  int

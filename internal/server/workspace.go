@@ -168,30 +168,14 @@ func (s *Server) openWorkspace(ns string) (*workspace.Workspace, error) {
 	return v.Open()
 }
 
-// Paths carry personal data too (report_ada@example.org.csv): the paths
-// codecell returns are tokenized like everything else, and the tokens in
-// path arguments are restored, so a path the model saw finds its file.
-
-// pathArg restores the tokens in a path argument.
-func (s *Server) pathArg(ctx context.Context, ns, p string) (string, error) {
-	if s.privacy.det == nil || !strings.Contains(p, "[") {
-		return p, nil
-	}
-	return pii.Restore(p, s.privacy.vault(ctx, ns))
-}
-
 // wsError is the tool error for a failed workspace operation: a bad path is
-// a bad argument of field; the message, which names the path as restored,
-// is tokenized.
+// a bad argument of field. The message names the path as restored; the
+// gate tokenizes it like every answer.
 func (s *Server) wsError(ctx context.Context, ns, field string, err error) error {
-	msg, terr := s.privacy.text(ctx, ns, err.Error())
-	if terr != nil {
-		return terr
-	}
 	if errors.Is(err, workspace.ErrInvalidPath) || errors.Is(err, workspace.ErrOutside) {
-		return fieldError(field, "%s", msg)
+		return fieldError(field, "%s", err.Error())
 	}
-	return errors.New(msg)
+	return err
 }
 
 func (s *Server) writeWorkspaceFile(ctx context.Context, req *mcp.CallToolRequest, in WriteWorkspaceFileInput) (*mcp.CallToolResult, WorkspaceEntry, error) {
@@ -223,10 +207,7 @@ func (s *Server) writeWorkspaceFile(ctx context.Context, req *mcp.CallToolReques
 	if err != nil {
 		return nil, WorkspaceEntry{}, s.wsError(ctx, ns, "path", err)
 	}
-	out, err := s.shownEntry(ctx, ns, e)
-	if err != nil {
-		return nil, WorkspaceEntry{}, err
-	}
+	out := shownEntry(e)
 	return textResult(fmt.Sprintf("wrote %s (%d bytes)\n", out.Path, out.Size)), out, nil
 }
 
@@ -251,24 +232,34 @@ func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.CallToolRequest
 	if err != nil {
 		return nil, ReadWorkspaceFileOutput{}, s.wsError(ctx, ns, "path", err)
 	}
+	if !(isImage(c.MIMEType) && c.Offset == 0 && !c.More) {
+		// A page must not end or start inside a value, or two reads would
+		// give it back in two halves that no detector finds.
+		s.pageBounds(ctx, ws, p, c)
+	}
 	out := ReadWorkspaceFileOutput{
 		Encoding: "text", MIMEType: c.MIMEType, Size: c.Size, Offset: c.Offset,
-		Length: int64(len(c.Data)), More: c.More,
+		Length: int64(len(c.Data)), More: c.More, Path: c.Path,
 	}
 	if c.More {
 		out.NextOffset = c.Offset + out.Length
 	}
-	if out.Path, err = s.privacy.text(ctx, ns, c.Path); err != nil {
-		return nil, ReadWorkspaceFileOutput{}, err
-	}
 	if c.Text {
 		// The file's text reaches the model with its personal data as
-		// tokens, as execute_code's output does (SPEC §7).
-		if out.Content, err = s.privacy.text(ctx, ns, string(c.Data)); err != nil {
-			return nil, ReadWorkspaceFileOutput{}, err
-		}
+		// tokens, as execute_code's output does (SPEC §7): the gate
+		// tokenizes the answer.
+		out.Content = string(c.Data)
 	} else {
-		out.Encoding, out.Content = "base64", base64.StdEncoding.EncodeToString(c.Data)
+		// Base64 hides its bytes from the gate: they are tokenized before
+		// they are encoded (values written in ASCII are found in any
+		// encoding that keeps them so; images are left as they are).
+		data := c.Data
+		if !isImage(c.MIMEType) {
+			if data, err = s.gate.Bytes(ctx, ns, data); err != nil {
+				return nil, ReadWorkspaceFileOutput{}, err
+			}
+		}
+		out.Encoding, out.Content = "base64", base64.StdEncoding.EncodeToString(data)
 	}
 	if !c.Text && isImage(c.MIMEType) && c.Offset == 0 && !c.More {
 		// A whole image reaches the model as one, not as base64 text.
@@ -278,6 +269,71 @@ func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.CallToolRequest
 		}}, out, nil
 	}
 	return textResult(renderRead(out)), out, nil
+}
+
+// pageMargin is how much of the file around a page is read to find the
+// values that cross its bounds: values longer than this (a private key of
+// more than 8 KiB) are not kept whole.
+const pageMargin = 8 << 10
+
+// pageBounds moves the bounds of the page c so that no value the detectors
+// find in the file around it is cut: a value crossing the end is taken
+// whole, one crossing the start is left to the page before (which took
+// it), one longer than the margin is left out. The values found in the
+// page, with the context around it, are given to the gate, which tokenizes
+// them wherever the answer holds them, context or not ("SSN:" at the end of
+// one page, the number at the start of the next).
+func (s *Server) pageBounds(ctx context.Context, ws *workspace.Workspace, p string, c *workspace.Chunk) {
+	if s.gate.Off() {
+		return
+	}
+	var before, after []byte
+	if c.Offset > 0 {
+		from := max(0, c.Offset-pageMargin)
+		if b, err := ws.Read(p, from, c.Offset-from); err == nil {
+			before = b.Data
+			// textPart drops a trailing partial character; keep the bytes
+			// adjacent to the page.
+			if int64(len(before)) != c.Offset-from {
+				before = nil
+			}
+		}
+	}
+	end := c.Offset + int64(len(c.Data))
+	if end < c.Size {
+		if a, err := ws.Read(p, end, pageMargin); err == nil {
+			after = a.Data
+		}
+	}
+	window := string(before) + string(c.Data) + string(after)
+	a, b := len(before), len(before)+len(c.Data)
+	matches := s.gate.det.Find(window)
+	for moved := true; moved; {
+		moved = false
+		for _, m := range matches {
+			if m.Start < a && a < m.End {
+				a, moved = min(m.End, b), true
+			}
+			if m.Start < b && b < m.End {
+				if m.End < len(window) || end+int64(len(after)) == c.Size {
+					b = m.End
+				} else {
+					b = max(m.Start, a)
+				}
+				moved = true
+			}
+		}
+	}
+	var known []pii.Known
+	for _, m := range matches {
+		if m.Start >= a && m.End <= b {
+			known = append(known, pii.Known{Kind: m.Kind, Value: m.Value})
+		}
+	}
+	restored(ctx, known)
+	c.Offset += int64(a - len(before))
+	c.Data = []byte(window[a:b])
+	c.More = c.Offset+int64(len(c.Data)) < c.Size
 }
 
 func renderRead(out ReadWorkspaceFileOutput) string {
@@ -322,10 +378,7 @@ func (s *Server) listWorkspaceFiles(ctx context.Context, req *mcp.CallToolReques
 		}
 	}
 	for _, e := range l.Entries {
-		we, err := s.shownEntry(ctx, ns, e)
-		if err != nil {
-			return nil, ListWorkspaceFilesOutput{}, err
-		}
+		we := shownEntry(e)
 		out.Files = append(out.Files, we)
 		switch {
 		case we.IsDir:
@@ -363,20 +416,12 @@ func (s *Server) deleteWorkspaceFile(ctx context.Context, req *mcp.CallToolReque
 		return nil, DeleteWorkspaceFileOutput{}, s.wsError(ctx, ns, "path", err)
 	}
 	clean, _ := workspace.Clean(p)
-	shown, err := s.privacy.text(ctx, ns, clean)
-	if err != nil {
-		return nil, DeleteWorkspaceFileOutput{}, err
-	}
-	return textResult("deleted " + shown + "\n"), DeleteWorkspaceFileOutput{Deleted: shown}, nil
+	return textResult("deleted " + clean + "\n"), DeleteWorkspaceFileOutput{Deleted: clean}, nil
 }
 
-// shownEntry is an entry as the model sees it, its path tokenized.
-func (s *Server) shownEntry(ctx context.Context, ns string, e workspace.Entry) (WorkspaceEntry, error) {
-	p, err := s.privacy.text(ctx, ns, e.Path)
-	if err != nil {
-		return WorkspaceEntry{}, err
-	}
-	return WorkspaceEntry{Path: p, Size: e.Size, ModTime: e.ModTime.UTC().Format(time.RFC3339), IsDir: e.IsDir, Symlink: e.Symlink}, nil
+// shownEntry is an entry as the model sees it.
+func shownEntry(e workspace.Entry) WorkspaceEntry {
+	return WorkspaceEntry{Path: e.Path, Size: e.Size, ModTime: e.ModTime.UTC().Format(time.RFC3339), IsDir: e.IsDir, Symlink: e.Symlink}
 }
 
 // maxReportedFiles bounds the files an execution reports, created or
@@ -384,7 +429,7 @@ func (s *Server) shownEntry(ctx context.Context, ns string, e workspace.Entry) (
 const maxReportedFiles = 100
 
 // report fills out.Files and out.FilesDeleted with what the run changed,
-// their paths tokenized, and returns the result's content: the text
+// and returns the result's content: the text
 // rendering with a line naming them, then a resource link for each file
 // created or changed. A link's URI is file:///workspace/<path>, where the
 // sandbox's code sees the file; read_workspace_file reads it by its path.
@@ -401,24 +446,14 @@ func (s *Server) report(ctx context.Context, ns string, out *ExecuteCodeOutput, 
 	content := []mcp.Content{nil}
 	out.Files = make([]string, 0, len(files))
 	for _, f := range files {
-		shown, err := s.privacy.text(ctx, ns, f.Path)
-		if err != nil {
-			return nil, err
-		}
-		if shown == out.OutputFile {
+		if f.Path == out.OutputFile {
 			continue // the answer's own output file, linked on its own
 		}
-		out.Files = append(out.Files, shown)
+		out.Files = append(out.Files, f.Path)
 		size := f.Size
-		content = append(content, &mcp.ResourceLink{URI: fileURI(shown), Name: shown, MIMEType: mime.TypeByExtension(path.Ext(f.Path)), Size: &size})
+		content = append(content, &mcp.ResourceLink{URI: fileURI(f.Path), Name: f.Path, MIMEType: mime.TypeByExtension(path.Ext(f.Path)), Size: &size})
 	}
-	for _, p := range deleted {
-		shown, err := s.privacy.text(ctx, ns, p)
-		if err != nil {
-			return nil, err
-		}
-		out.FilesDeleted = append(out.FilesDeleted, shown)
-	}
+	out.FilesDeleted = append(out.FilesDeleted, deleted...)
 	if len(out.Files) > 0 {
 		text += "[files] " + strings.Join(out.Files, ", ") + "\n"
 	}

@@ -42,7 +42,7 @@ func TestDurabilityChild(t *testing.T) {
 		// Vault and skill writes too, so the kill can land inside any
 		// kind of transaction.
 		if i%5 == 0 {
-			if _, err := s.VaultToken(ctx, "dur", "email", fmt.Sprint(i, "@example.com")); err != nil {
+			if _, err := s.VaultToken(ctx, "dur", "email", fmt.Sprint(i, "@example.com"), cands("email", fmt.Sprint(i, "@example.com"))); err != nil {
 				fmt.Println("vault:", err)
 				os.Exit(2)
 			}

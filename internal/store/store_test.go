@@ -2,12 +2,15 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -385,35 +388,63 @@ func TestSkillVersionsConcurrent(t *testing.T) {
 	}
 }
 
+// cands is a stand-in for package pii's TokenCandidates: ids are hashes of
+// the key and the value, 6 then 8 hex digits long.
+func cands(kind, value string) func(key []byte) []string {
+	return func(key []byte) []string {
+		sum := sha256.Sum256(append(append(append([]byte{}, key...), kind...), value...))
+		id := hex.EncodeToString(sum[:])
+		return []string{"[" + strings.ToUpper(kind) + "_" + id[:6] + "]", "[" + strings.ToUpper(kind) + "_" + id[:8] + "]"}
+	}
+}
+
 func TestVault(t *testing.T) {
 	s, _ := openTest(t)
 	ctx := context.Background()
-	steps := []struct {
-		ns, kind, value, want string
-	}{
-		{"a", "email", "x@example.com", "[EMAIL_1]"},
-		{"a", "email", "y@example.com", "[EMAIL_2]"},
-		{"a", "EMAIL", "x@example.com", "[EMAIL_1]"}, // stable, kind case-insensitive
-		{"a", "phone", "+15551234567", "[PHONE_1]"},
-		{"b", "email", "y@example.com", "[EMAIL_1]"}, // per namespace
-		{"a", "email", "", "[EMAIL_3]"},              // the empty string is a value like any other
-		{"a", "custom_id", "ABC", "[CUSTOM_ID_1]"},
-	}
-	for _, st := range steps {
-		got, err := s.VaultToken(ctx, st.ns, st.kind, st.value)
-		if err != nil || got != st.want {
-			t.Errorf("VaultToken(%s, %s, %q) = %q, %v; want %q", st.ns, st.kind, st.value, got, err, st.want)
+	tok := func(ns, kind, value string) string {
+		t.Helper()
+		got, err := s.VaultToken(ctx, ns, kind, value, cands(kind, value))
+		if err != nil {
+			t.Fatalf("VaultToken(%s, %s, %q): %v", ns, kind, value, err)
 		}
+		return got
+	}
+	ax := tok("a", "email", "x@example.com")
+	ay := tok("a", "email", "y@example.com")
+	if ax == ay || !strings.HasPrefix(ax, "[EMAIL_") || len(ax) != len("[EMAIL_123456]") {
+		t.Errorf("tokens %s, %s: want two six-digit ids", ax, ay)
+	}
+	if again := tok("a", "EMAIL", "x@example.com"); again != ax {
+		t.Errorf("stable, kind case-insensitive: got %s, want %s", again, ax)
+	}
+	if by := tok("b", "email", "y@example.com"); by == ay {
+		t.Errorf("namespaces a and b gave y the same token %s: keys must differ", by)
+	}
+	if empty := tok("a", "email", ""); empty == ax { // the empty string is a value like any other
+		t.Errorf("empty value got x's token")
+	}
+	cid := tok("a", "custom_id", "ABC")
+	if !strings.HasPrefix(cid, "[CUSTOM_ID_") {
+		t.Errorf("custom kind token %s", cid)
+	}
+	// A collision: a second value whose first candidate is taken gets the
+	// next one.
+	clash := func(key []byte) []string { return []string{ax, "[EMAIL_abcdef12]"} }
+	got, err := s.VaultToken(ctx, "a", "email", "z@example.com", clash)
+	if err != nil || got != "[EMAIL_abcdef12]" {
+		t.Errorf("collision: got %q, %v; want [EMAIL_abcdef12]", got, err)
+	}
+	if _, err := s.VaultToken(ctx, "a", "email", "w@example.com", func([]byte) []string { return []string{ax} }); err == nil {
+		t.Errorf("every candidate taken: want an error")
 	}
 	for _, tc := range []struct {
 		ns, token, want string
 		ok              bool
 	}{
-		{"a", "[EMAIL_1]", "x@example.com", true},
-		{"a", "[EMAIL_2]", "y@example.com", true},
-		{"b", "[EMAIL_1]", "y@example.com", true},
-		{"b", "[EMAIL_2]", "", false},
-		{"b", "[PHONE_1]", "", false}, // a's token is not b's
+		{"a", ax, "x@example.com", true},
+		{"a", ay, "y@example.com", true},
+		{"a", "[EMAIL_abcdef12]", "z@example.com", true},
+		{"b", ax, "", false}, // a's token is not b's
 		{"a", "[NOPE_1]", "", false},
 	} {
 		got, ok, err := s.VaultValue(ctx, tc.ns, tc.token)
@@ -422,7 +453,7 @@ func TestVault(t *testing.T) {
 		}
 	}
 	for _, bad := range []struct{ ns, kind string }{{"", "email"}, {"a", ""}, {"a", "e-mail"}, {"a", "x]"}} {
-		if _, err := s.VaultToken(ctx, bad.ns, bad.kind, "v"); err == nil {
+		if _, err := s.VaultToken(ctx, bad.ns, bad.kind, "v", cands(bad.kind, "v")); err == nil {
 			t.Errorf("VaultToken(%q, %q) accepted", bad.ns, bad.kind)
 		}
 	}
@@ -447,7 +478,7 @@ func TestConcurrentWrites(t *testing.T) {
 					return
 				}
 				v := fmt.Sprintf("user%d@example.com", (w+i)%values)
-				tok, err := s.VaultToken(ctx, ns, "email", v)
+				tok, err := s.VaultToken(ctx, ns, "email", v, cands("email", v))
 				if err != nil {
 					t.Error(err)
 					return
@@ -483,10 +514,8 @@ func TestConcurrentWrites(t *testing.T) {
 		}
 	}
 	for ns, toks := range byNS {
-		for i := 1; i <= values; i++ {
-			if !toks[fmt.Sprintf("[EMAIL_%d]", i)] {
-				t.Errorf("%s: [EMAIL_%d] missing; numbering has gaps: %v", ns, i, toks)
-			}
+		if len(toks) != values {
+			t.Errorf("%s: %d tokens for %d values: %v", ns, len(toks), values, toks)
 		}
 	}
 	total := 0
@@ -513,7 +542,7 @@ func TestConcurrentWrites(t *testing.T) {
 	for _, st := range []*Store{s, s2} {
 		wg.Go(func() {
 			for range 50 {
-				if _, err := st.VaultToken(ctx, "shared", "email", "z@example.com"); err != nil {
+				if _, err := st.VaultToken(ctx, "shared", "email", "z@example.com", cands("email", "z@example.com")); err != nil {
 					t.Error(err)
 					return
 				}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -9,11 +10,18 @@ import (
 	"time"
 )
 
-// VaultToken returns the token standing for value of kind in ns, such as
-// "[EMAIL_3]". The same (ns, kind, value) always gets the same token, and
-// the vault persists; a new value gets the next number for its kind in ns.
-// kind is case-insensitive and must be letters, digits and underscores.
-func (s *Store) VaultToken(ctx context.Context, ns, kind, value string) (string, error) {
+// VaultKeySize is the size in bytes of a namespace's vault key.
+const VaultKeySize = 32
+
+// VaultToken returns the token standing for value of kind in ns: the one
+// recorded for it, else the first of candidates(key) that no other value of
+// ns holds, recorded now. key is ns's vault key, made at random on first
+// use and kept; the caller derives the candidates from it (package pii's
+// TokenCandidates), so that token ids are keyed hashes of their values.
+// The same (ns, kind, value) always gets the same token, and the vault
+// persists. kind is case-insensitive and must be letters, digits and
+// underscores.
+func (s *Store) VaultToken(ctx context.Context, ns, kind, value string, candidates func(key []byte) []string) (string, error) {
 	if ns == "" {
 		return "", fmt.Errorf("vault token: empty namespace")
 	}
@@ -22,31 +30,60 @@ func (s *Store) VaultToken(ctx context.Context, ns, kind, value string) (string,
 	}
 	kind = strings.ToUpper(kind)
 	var token string
-	// Lookup, numbering and insert share one IMMEDIATE transaction on the
-	// single writer, so concurrent callers neither take the same number nor
-	// give one value two tokens. The lookup goes through the writer, not
-	// the read pool, to see rows committed a moment ago.
+	// Lookup, key, choice and insert share one IMMEDIATE transaction on
+	// the single writer, so concurrent callers neither take the same token
+	// nor give one value two. The lookup goes through the writer, not the
+	// read pool, to see rows committed a moment ago.
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT token FROM pii_vault
 			WHERE namespace = ? AND kind = ? AND value = ?`, ns, kind, value).Scan(&token)
 		if err == nil || !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		// Rows are never deleted, so the count is the last number used.
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pii_vault
-			WHERE namespace = ? AND kind = ?`, ns, kind).Scan(&n); err != nil {
+		key, err := vaultKey(ctx, tx, ns)
+		if err != nil {
 			return err
 		}
-		token = fmt.Sprintf("[%s_%d]", kind, n+1)
-		_, err = tx.ExecContext(ctx, `INSERT INTO pii_vault (namespace, token, kind, value, created_at)
-			VALUES (?, ?, ?, ?, ?)`, ns, token, kind, value, nanos(time.Now()))
-		return err
+		for _, c := range candidates(key) {
+			var taken bool
+			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pii_vault
+				WHERE namespace = ? AND token = ?)`, ns, c).Scan(&taken); err != nil {
+				return err
+			}
+			if taken {
+				continue
+			}
+			token = c
+			_, err = tx.ExecContext(ctx, `INSERT INTO pii_vault (namespace, token, kind, value, created_at)
+				VALUES (?, ?, ?, ?, ?)`, ns, token, kind, value, nanos(time.Now()))
+			return err
+		}
+		return errVaultFull
 	})
 	if err != nil {
 		return "", fmt.Errorf("vault token: %w", err)
 	}
 	return token, nil
+}
+
+var errVaultFull = errors.New("every candidate token is taken by another value")
+
+// vaultKey returns ns's vault key, making it on first use.
+func vaultKey(ctx context.Context, tx *sql.Tx, ns string) ([]byte, error) {
+	var key []byte
+	err := tx.QueryRowContext(ctx, "SELECT key FROM pii_keys WHERE namespace = ?", ns).Scan(&key)
+	if err == nil {
+		return key, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	key = make([]byte, VaultKeySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO pii_keys (namespace, key, created_at) VALUES (?, ?, ?)", ns, key, nanos(time.Now()))
+	return key, err
 }
 
 // VaultValue returns the value that token stands for in ns, and false if

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,6 +61,12 @@ type Options struct {
 	// over in-memory transports instead of their config's command or URL
 	// (benchmarks and tests measure codecell's own overhead with them).
 	InProcess map[string]*mcp.Server
+	// Redact, when set, is applied to what a server writes on stderr, a
+	// line at a time as it comes, before any of it is kept, and to the
+	// errors Statuses reports: those are shown to every namespace, and a
+	// server may print the arguments it was called with, values restored
+	// from one namespace's tokens among them. Nil keeps them as they are.
+	Redact func(string) string
 }
 
 // ErrUnknownServer reports a call to a server that is not configured.
@@ -253,6 +260,9 @@ func (s *server) status() Status {
 	st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.tools), Instructions: firstLine(s.instructions), Transport: s.transport()}
 	if s.err != nil && s.state == Failed {
 		st.Error = s.err.Error()
+		if r := s.m.opts.Redact; r != nil {
+			st.Error = r(st.Error)
+		}
 	}
 	return st
 }
@@ -599,7 +609,7 @@ func (s *server) newTransport() (mcp.Transport, error) {
 		cmd.Env = append(append([]string{}, s.m.opts.BaseEnv...), envList(c.Env)...)
 		cmd.Dir = c.Cwd
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		t := &stderrLog{}
+		t := &stderrLog{redact: s.m.opts.Redact}
 		cmd.Stderr = t
 		s.mu.Lock()
 		s.stderr = t
@@ -650,11 +660,18 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // lines ("Cannot find package 'zod'") and the last words in the last ones,
 // while an install in between can write megabytes. Its memory is bounded.
 type stderrLog struct {
-	mu    sync.Mutex
-	head  []byte // the first stderrHead bytes
-	tail  []byte // the last bytes after head: up to 2*stderrTail, trimmed to stderrTail when read
-	total int64  // bytes written
+	redact func(string) string // nil: none
+
+	mu      sync.Mutex
+	pending []byte // the line being written, redacted once it ends
+	head    []byte // the first stderrHead bytes
+	tail    []byte // the last bytes after head: up to 2*stderrTail, trimmed to stderrTail when read
+	total   int64  // bytes kept (after redaction)
 }
+
+// maxPending bounds a line waiting for its end: a longer one is redacted
+// as it stands (a value it splits may then show in part).
+const maxPending = 64 << 10
 
 // stderrHead and stderrTail bound how much of stderr an error quotes from the
 // start and from the end.
@@ -666,6 +683,26 @@ const (
 func (l *stderrLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.redact == nil {
+		l.keep(p)
+		return len(p), nil
+	}
+	// Whole lines only are redacted, so that no value is split in two
+	// before the detectors see it.
+	l.pending = append(l.pending, p...)
+	if i := bytes.LastIndexByte(l.pending, '\n'); i >= 0 {
+		l.keep([]byte(l.redact(string(l.pending[:i+1]))))
+		l.pending = append(l.pending[:0], l.pending[i+1:]...)
+	}
+	if len(l.pending) > maxPending {
+		l.keep([]byte(l.redact(string(l.pending))))
+		l.pending = l.pending[:0]
+	}
+	return len(p), nil
+}
+
+// keep adds p to the head, then the tail.
+func (l *stderrLog) keep(p []byte) {
 	l.total += int64(len(p))
 	rest := p
 	if l.head == nil {
@@ -680,7 +717,6 @@ func (l *stderrLog) Write(p []byte) (int, error) {
 	} else if l.tail = append(l.tail, rest...); len(l.tail) > 2*stderrTail {
 		l.tail = append(l.tail[:0], l.tail[len(l.tail)-stderrTail:]...)
 	}
-	return len(p), nil
 }
 
 // String is the text on one line (lines joined by " | "), with the part cut
@@ -688,6 +724,11 @@ func (l *stderrLog) Write(p []byte) (int, error) {
 func (l *stderrLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(l.pending) > 0 {
+		// What the server is still writing is read as it stands.
+		l.keep([]byte(l.redact(string(l.pending))))
+		l.pending = l.pending[:0]
+	}
 	tail := l.tail
 	if len(tail) > stderrTail {
 		tail = tail[len(tail)-stderrTail:]

@@ -349,6 +349,27 @@ func TestCloseWhileStarting(t *testing.T) {
 	}
 }
 
+// TestStderrLogRedacts: what a server writes on stderr is redacted a whole
+// line at a time, so a value written in two pieces is redacted whole, and
+// nothing is kept before it is redacted (issue 13: a server's stderr, shown
+// to every namespace, printed values restored into its arguments).
+func TestStderrLogRedacts(t *testing.T) {
+	redact := func(s string) string { return strings.ReplaceAll(s, "ada@example.org", "[EMAIL_3f9a2c]") }
+	for _, chunk := range []int{1, 3, 7, 1 << 10} {
+		l := stderrLog{redact: redact}
+		data := []byte("starting\ncalled with to=ada@example.org\n")
+		for i := 0; i < len(data); i += chunk {
+			l.Write(data[i:min(i+chunk, len(data))])
+		}
+		// A line without its end yet is redacted as it stands when read.
+		l.Write([]byte("last words: ada@example.org"))
+		got := l.String()
+		if strings.Contains(got, "ada@") || strings.Count(got, "[EMAIL_3f9a2c]") != 2 {
+			t.Errorf("written %d bytes at a time: %q", chunk, got)
+		}
+	}
+}
+
 // TestStderrLog: a failed server's error quotes the first lines of its
 // stderr (where the cause usually is) and the last, with the cut between
 // them marked and counted, in bounded space.

@@ -532,7 +532,7 @@ async function privacy(listed) {
   const original = "Write to ada.lovelace@example.com today.";
   const sanitized = await check("sanitize_pii", async () => {
     const s = sc(await call("sanitize_pii", { text: original }));
-    assert(!s.text.includes("ada.lovelace@example.com") && /\[EMAIL_\d+\]/.test(s.text), `text ${short(s.text)}`);
+    assert(!s.text.includes("ada.lovelace@example.com") && /\[EMAIL_[0-9a-f]{6,}\]/.test(s.text), `text ${short(s.text)}`);
     assert(Object.values(s.counts).reduce((a, b) => a + b, 0) === 1, `counts ${short(s.counts)}`);
     return s.text;
   });

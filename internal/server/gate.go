@@ -1,0 +1,682 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/config"
+	"github.com/codecell/codecell/internal/metrics"
+	"github.com/codecell/codecell/internal/pii"
+	"github.com/codecell/codecell/internal/store"
+)
+
+// Gate is the one place where personal data is tokenized on its way out of
+// codecell (SPEC §7). Everything that leaves toward a model or an operator
+// passes it, whole, before any cut to a size limit:
+//
+//   - every MCP result and error (content, structured content, resource
+//     contents; every string and every number) and every notification,
+//     by the server's middleware (Server.gateMiddleware);
+//   - every REST and dashboard answer, by package httpapi (Options.Gate);
+//   - every log line, by LogHandler;
+//   - every excerpt of an upstream server's stderr, by Redact, line by
+//     line as it is written;
+//   - the execution log, written tokenized.
+//
+// Cuts to a size limit (output, progress lines, log excerpts, file pages)
+// ask Cut where to cut: never inside a value the detectors find in the
+// whole text. Restoring tokens happens only host-side, into the arguments
+// of upstream tool calls and into path arguments; the values restored for
+// a request are tokenized again wherever they come back in its answer,
+// whether or not a detector finds them there.
+//
+// Tokens are issued by the vault of the namespace the output goes to;
+// what goes only to operators (log lines, upstream stderr, shown to every
+// namespace) uses a vault of its own, whose tokens no namespace can
+// restore. It does not protect against what the detectors miss (see
+// package pii), against values encoded out of sight (compressed, base64
+// inside a string, an image), nor against a value split by the code itself
+// across outputs.
+//
+// A Gate is safe for concurrent use; mu guards memory.
+type Gate struct {
+	det     *pii.Detector // nil when pii.mode is "off"
+	store   *store.Store  // the persistent vault; nil keeps tokens in memory
+	metrics *metrics.Metrics
+
+	mu     sync.Mutex
+	memory map[string]*pii.MemoryVault
+}
+
+// operatorNamespace is the vault of what only operators see. It is not a
+// valid namespace name (those start with a letter or digit), so no token
+// maps to it.
+const operatorNamespace = "_operator"
+
+// NewGate returns the gate for a config's pii settings; st, if not nil,
+// keeps the vaults.
+func NewGate(c config.PII, st *store.Store) (*Gate, error) {
+	g := &Gate{store: st}
+	if c.Mode == "off" {
+		return g, nil
+	}
+	custom := make([]pii.Custom, len(c.Custom))
+	for i, k := range c.Custom {
+		custom[i] = pii.Custom{Kind: k.Kind, Pattern: k.Pattern}
+	}
+	det, err := pii.New(pii.Options{Custom: custom, PhoneRegion: c.PhoneRegion})
+	if err != nil {
+		return nil, fmt.Errorf("pii: %w", err)
+	}
+	g.det = det
+	return g, nil
+}
+
+// Off reports whether nothing is tokenized (pii.mode "off").
+func (g *Gate) Off() bool { return g == nil || g.det == nil }
+
+// storeVault is a namespace's vault in the store.
+type storeVault struct {
+	ctx context.Context
+	st  *store.Store
+	ns  string
+}
+
+func (v storeVault) Token(kind, value string) (string, error) {
+	kind = strings.ToUpper(kind)
+	return v.st.VaultToken(v.ctx, v.ns, kind, value, func(key []byte) []string {
+		return pii.TokenCandidates(key, kind, value)
+	})
+}
+
+func (v storeVault) Value(token string) (string, bool, error) {
+	return v.st.VaultValue(v.ctx, v.ns, token)
+}
+
+func (g *Gate) vault(ctx context.Context, ns string) pii.Vault {
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	if g.store != nil {
+		return storeVault{ctx: ctx, st: g.store, ns: ns}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.memory == nil {
+		g.memory = map[string]*pii.MemoryVault{}
+	}
+	v := g.memory[ns]
+	if v == nil {
+		v = pii.NewMemoryVault()
+		g.memory[ns] = v
+	}
+	return v
+}
+
+// scope is what the gate knows of one request: its namespace and the
+// values restored for it, to be tokenized again in its answer.
+type scope struct {
+	ns string
+	mu sync.Mutex // guards known
+	// known are the values restored into the request's arguments or its
+	// tool calls' arguments.
+	known []pii.Known
+}
+
+type scopeKey struct{}
+
+// withScope returns ctx carrying a scope for namespace ns.
+func withScope(ctx context.Context, ns string) (context.Context, *scope) {
+	sc := &scope{ns: ns}
+	return context.WithValue(ctx, scopeKey{}, sc), sc
+}
+
+func scopeOf(ctx context.Context) *scope {
+	sc, _ := ctx.Value(scopeKey{}).(*scope)
+	return sc
+}
+
+// restored records values restored for the request of ctx.
+func restored(ctx context.Context, known []pii.Known) {
+	sc := scopeOf(ctx)
+	if sc == nil || len(known) == 0 {
+		return
+	}
+	sc.mu.Lock()
+	sc.known = append(sc.known, known...)
+	sc.mu.Unlock()
+}
+
+func (sc *scope) knownValues() []pii.Known {
+	if sc == nil {
+		return nil
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return append([]pii.Known(nil), sc.known...)
+}
+
+// Text tokenizes a text going to namespace ns.
+func (g *Gate) Text(ctx context.Context, ns, s string) (string, error) {
+	return g.labelled(ctx, ns, "", s)
+}
+
+func (g *Gate) labelled(ctx context.Context, ns, label, s string) (string, error) {
+	if g.Off() || s == "" {
+		return s, nil
+	}
+	known := scopeOf(ctx).knownValues()
+	if len(known) == 0 && !mayHold(label, s) {
+		return s, nil
+	}
+	out, counts, err := g.det.TokenizeLabelled(label, s, g.vault(ctx, ns), known)
+	if err != nil {
+		return "", fmt.Errorf("tokenize personal data: %w", err)
+	}
+	if ctx.Value(uncountedKey{}) == nil {
+		g.metrics.PIITokens(counts)
+	}
+	return out, nil
+}
+
+type uncountedKey struct{}
+
+// uncounted marks tokenizations that pii_tokens_total does not count: the
+// same values again (a result's text beside its structured content) or
+// copies for operators (the execution log, log lines).
+func uncounted(ctx context.Context) context.Context {
+	return context.WithValue(ctx, uncountedKey{}, true)
+}
+
+// mayHold is a fast test of whether a short string can hold anything the
+// detectors find: every kind has a digit, an @ (or %40), or a key or
+// label that says what follows. Most strings of a structured result
+// (names, states, field values) have none of these and skip detection.
+func mayHold(label, s string) bool {
+	if label != "" {
+		return true
+	}
+	if len(s) > 256 {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case '0' <= c && c <= '9', c == '@', c == '%', c == ':', c == '=', c == '-', c >= 0x80:
+			return true
+		}
+	}
+	return false
+}
+
+// Bytes tokenizes content the gate could not read once encoded (a non-UTF-8
+// file returned as base64): values written in ASCII are found in it as in
+// text. Images and other compressed formats are not protected.
+func (g *Gate) Bytes(ctx context.Context, ns string, b []byte) ([]byte, error) {
+	if g.Off() || len(b) == 0 {
+		return b, nil
+	}
+	out, err := g.Text(ctx, ns, string(b))
+	return []byte(out), err
+}
+
+// Cut returns where to cut text to keep at most limit bytes without
+// leaving part of a value (or of a token) on either side: see pii.Cut.
+// With the gate off it cuts at the last character boundary.
+func (g *Gate) Cut(text string, limit int) int {
+	if g.Off() {
+		if limit >= len(text) {
+			return len(text)
+		}
+		for limit > 0 && text[limit]&0xC0 == 0x80 {
+			limit--
+		}
+		return max(limit, 0)
+	}
+	return g.det.Cut(text, limit)
+}
+
+// JSON tokenizes every string and number of a JSON document (object keys
+// included), each with its key as the label that says what it is; a
+// number found to be a value becomes its token, a string. Key order and
+// other numbers are kept.
+func (g *Gate) JSON(ctx context.Context, ns string, raw []byte) ([]byte, error) {
+	if g.Off() || len(raw) == 0 {
+		return raw, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("tokenize personal data: %w", err)
+	}
+	v, err := g.walk(ctx, ns, "", v)
+	if err != nil {
+		return nil, err
+	}
+	return marshalNoEscape(v)
+}
+
+// Value tokenizes any value that encodes to JSON, returning it as JSON.
+func (g *Gate) Value(ctx context.Context, ns string, v any) (json.RawMessage, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return g.JSON(ctx, ns, raw)
+}
+
+// walk tokenizes a decoded JSON value under label (its key).
+func (g *Gate) walk(ctx context.Context, ns, label string, v any) (any, error) {
+	switch v := v.(type) {
+	case string:
+		return g.labelled(ctx, ns, label, v)
+	case json.Number:
+		s := v.String()
+		t, err := g.labelled(ctx, ns, label, s)
+		if err != nil || t == s {
+			return v, err
+		}
+		return t, nil
+	case []any:
+		for i, x := range v {
+			t, err := g.walk(ctx, ns, label, x)
+			if err != nil {
+				return nil, err
+			}
+			v[i] = t
+		}
+		return v, nil
+	case map[string]any:
+		out := make(orderedObject, 0, len(v))
+		for k, x := range v {
+			tk, err := g.Text(ctx, ns, k)
+			if err != nil {
+				return nil, err
+			}
+			t, err := g.walk(ctx, ns, k, x)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, member{tk, t})
+		}
+		out.sort()
+		return out, nil
+	}
+	return v, nil
+}
+
+// orderedObject is a JSON object whose members encode in order (sorted by
+// key, as encoding/json writes maps, so answers are stable).
+type orderedObject []member
+
+type member struct {
+	key string
+	val any
+}
+
+func (o orderedObject) sort() {
+	for i := 1; i < len(o); i++ {
+		for j := i; j > 0 && o[j].key < o[j-1].key; j-- {
+			o[j], o[j-1] = o[j-1], o[j]
+		}
+	}
+}
+
+func (o orderedObject) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := marshalNoEscape(m.key)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := marshalNoEscape(m.val)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// errWithheld replaces an answer the gate could not tokenize: it fails
+// closed, never open.
+var errWithheld = errors.New("the answer was withheld: personal data in it could not be tokenized")
+
+// gateMiddleware is the receiving middleware that passes every result and
+// error of every request through the gate, and gives the request a scope
+// for the values restored for it. It is the outermost middleware.
+func (s *Server) gateMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ns := namespaceOfExtra(req.GetExtra())
+		ctx, _ = withScope(ctx, ns)
+		res, err := next(ctx, method, req)
+		if s.gate.Off() {
+			return res, err
+		}
+		if err != nil {
+			return nil, s.gate.gateError(ctx, ns, err)
+		}
+		if res == nil || reflect.ValueOf(res).IsNil() {
+			return res, nil
+		}
+		// restore_pii, listed only when the operator allows it, answers
+		// with the originals: that is what it is for (see the README).
+		if ct, ok := req.(*mcp.CallToolRequest); ok && ct.Params != nil && ct.Params.Name == "restore_pii" {
+			return res, nil
+		}
+		out, gerr := s.gate.Result(ctx, ns, res)
+		if gerr != nil {
+			s.log.Error("gate: an answer was withheld", "method", method, "error", gerr)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errWithheld.Error()}
+		}
+		return out, nil
+	}
+}
+
+// gateSending is the sending middleware that passes every notification
+// and request the server sends (progress, log messages) through the gate,
+// in the namespace of the request it belongs to, else the operators'.
+func (s *Server) gateSending(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if s.gate.Off() {
+			return next(ctx, method, req)
+		}
+		ns := operatorNamespace
+		if sc := scopeOf(ctx); sc != nil {
+			ns = sc.ns
+		}
+		r, ok := req.(*mcp.ServerRequest[mcp.Params])
+		if !ok || r.Params == nil || reflect.ValueOf(r.Params).IsNil() {
+			return next(ctx, method, req)
+		}
+		p, err := s.gate.params(ctx, ns, r.Params)
+		if err != nil {
+			s.log.Error("gate: a notification was withheld", "method", method, "error", err)
+			return nil, errWithheld
+		}
+		return next(ctx, method, &mcp.ServerRequest[mcp.Params]{Session: r.Session, Params: p, Extra: r.Extra})
+	}
+}
+
+// params tokenizes a notification's or request's parameters.
+func (g *Gate) params(ctx context.Context, ns string, p mcp.Params) (mcp.Params, error) {
+	switch p := p.(type) {
+	case *mcp.ProgressNotificationParams:
+		c := *p
+		var err error
+		c.Message, err = g.Text(ctx, ns, p.Message)
+		return &c, err
+	}
+	out, err := g.roundTrip(ctx, ns, p)
+	if err != nil {
+		return nil, err
+	}
+	return out.(mcp.Params), nil
+}
+
+// Result tokenizes an MCP result. Tool results and resource reads are
+// handled part by part (binary data is tokenized as bytes, images are
+// left as they are); any other result through its JSON.
+func (g *Gate) Result(ctx context.Context, ns string, res mcp.Result) (mcp.Result, error) {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		return g.toolResult(ctx, ns, r)
+	case *mcp.ReadResourceResult:
+		c := *r
+		c.Contents = make([]*mcp.ResourceContents, len(r.Contents))
+		for i, rc := range r.Contents {
+			t, err := g.resourceContents(ctx, ns, rc)
+			if err != nil {
+				return nil, err
+			}
+			c.Contents[i] = t
+		}
+		return &c, nil
+	}
+	out, err := g.roundTrip(ctx, ns, res)
+	if err != nil {
+		return nil, err
+	}
+	return out.(mcp.Result), nil
+}
+
+// roundTrip tokenizes any value through its JSON and decodes it back into
+// a new value of its type. A number found to be a value does not decode
+// into a number field: the answer is withheld rather than sent raw.
+func (g *Gate) roundTrip(ctx context.Context, ns string, v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := g.JSON(ctx, ns, raw)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(tok, raw) {
+		return v, nil
+	}
+	t := reflect.TypeOf(v)
+	if t.Kind() != reflect.Pointer {
+		return nil, fmt.Errorf("gate: cannot rebuild a %T", v)
+	}
+	out := reflect.New(t.Elem())
+	if err := json.Unmarshal(tok, out.Interface()); err != nil {
+		return nil, fmt.Errorf("gate: rebuild %T: %w", v, err)
+	}
+	return out.Interface(), nil
+}
+
+func (g *Gate) toolResult(ctx context.Context, ns string, r *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	c := *r
+	c.Content = make([]mcp.Content, len(r.Content))
+	cctx := ctx
+	if r.StructuredContent != nil {
+		cctx = uncounted(ctx) // the text renders the structured content
+	}
+	for i, ct := range r.Content {
+		t, err := g.content(cctx, ns, ct)
+		if err != nil {
+			return nil, err
+		}
+		c.Content[i] = t
+	}
+	if r.StructuredContent != nil {
+		raw, ok := r.StructuredContent.(json.RawMessage)
+		if !ok {
+			var err error
+			if raw, err = json.Marshal(r.StructuredContent); err != nil {
+				return nil, err
+			}
+		}
+		tok, err := g.JSON(ctx, ns, raw)
+		if err != nil {
+			return nil, err
+		}
+		c.StructuredContent = json.RawMessage(tok)
+	}
+	return &c, nil
+}
+
+func (g *Gate) content(ctx context.Context, ns string, ct mcp.Content) (mcp.Content, error) {
+	var err error
+	switch ct := ct.(type) {
+	case *mcp.TextContent:
+		c := *ct
+		c.Text, err = g.Text(ctx, ns, ct.Text)
+		return &c, err
+	case *mcp.ResourceLink:
+		c := *ct
+		if c.URI, err = g.Text(ctx, ns, ct.URI); err != nil {
+			return nil, err
+		}
+		if c.Name, err = g.Text(ctx, ns, ct.Name); err != nil {
+			return nil, err
+		}
+		if c.Title, err = g.Text(ctx, ns, ct.Title); err != nil {
+			return nil, err
+		}
+		c.Description, err = g.Text(ctx, ns, ct.Description)
+		return &c, err
+	case *mcp.EmbeddedResource:
+		c := *ct
+		if ct.Resource != nil {
+			c.Resource, err = g.resourceContents(ctx, ns, ct.Resource)
+		}
+		return &c, err
+	case *mcp.ImageContent, *mcp.AudioContent:
+		return ct, nil
+	}
+	out, err := g.roundTrip(ctx, ns, ct)
+	if err != nil {
+		return nil, err
+	}
+	return out.(mcp.Content), nil
+}
+
+func (g *Gate) resourceContents(ctx context.Context, ns string, rc *mcp.ResourceContents) (*mcp.ResourceContents, error) {
+	if rc == nil {
+		return nil, nil
+	}
+	c := *rc
+	var err error
+	if c.URI, err = g.Text(ctx, ns, rc.URI); err != nil {
+		return nil, err
+	}
+	if c.Text, err = g.Text(ctx, ns, rc.Text); err != nil {
+		return nil, err
+	}
+	if len(rc.Blob) > 0 && !isImage(rc.MIMEType) {
+		c.Blob, err = g.Bytes(ctx, ns, rc.Blob)
+	}
+	return &c, err
+}
+
+// gateError tokenizes an error's message; a JSON-RPC error keeps its code.
+func (g *Gate) gateError(ctx context.Context, ns string, err error) error {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		msg, terr := g.Text(ctx, ns, je.Message)
+		if terr != nil {
+			return &jsonrpc.Error{Code: je.Code, Message: errWithheld.Error()}
+		}
+		c := *je
+		c.Message = msg
+		if len(je.Data) > 0 {
+			if c.Data, terr = g.JSON(ctx, ns, je.Data); terr != nil {
+				c.Data = nil
+			}
+		}
+		return &c
+	}
+	msg, terr := g.Text(ctx, ns, err.Error())
+	if terr != nil {
+		return errWithheld
+	}
+	return errors.New(msg)
+}
+
+// Redact tokenizes text only operators see, shared by every namespace
+// (an upstream server's stderr): its tokens are the operators' vault's,
+// which no namespace restores.
+func (g *Gate) Redact(text string) string {
+	out, err := g.Text(uncounted(context.Background()), operatorNamespace, text)
+	if err != nil {
+		return "(withheld: personal data could not be tokenized)"
+	}
+	return out
+}
+
+// Operator tokenizes JSON only operators see (the answer of a REST route
+// that is the server's, not a namespace's).
+func (g *Gate) Operator(ctx context.Context, raw []byte) ([]byte, error) {
+	return g.JSON(ctx, operatorNamespace, raw)
+}
+
+// LogHandler returns a slog handler that tokenizes every record's message
+// and every string attribute (the values of nested groups too) before h
+// writes it, in the operators' vault.
+func (g *Gate) LogHandler(h slog.Handler) slog.Handler {
+	if g.Off() {
+		return h
+	}
+	return logGate{g: g, h: h}
+}
+
+type logGate struct {
+	g *Gate
+	h slog.Handler
+}
+
+func (l logGate) Enabled(ctx context.Context, lv slog.Level) bool { return l.h.Enabled(ctx, lv) }
+
+func (l logGate) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, l.g.Redact(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(l.attr(a))
+		return true
+	})
+	return l.h.Handle(ctx, out)
+}
+
+func (l logGate) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, l.g.Redact(v.String()))
+	case slog.KindGroup:
+		as := v.Group()
+		out := make([]any, len(as))
+		for i, x := range as {
+			out[i] = l.attr(x)
+		}
+		return slog.Group(a.Key, out...)
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			return slog.String(a.Key, l.g.Redact(err.Error()))
+		}
+		return slog.String(a.Key, l.g.Redact(fmt.Sprint(v.Any())))
+	case slog.KindInt64, slog.KindUint64:
+		s := v.String()
+		if t := l.g.Redact(s); t != s {
+			return slog.String(a.Key, t)
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}
+
+func (l logGate) WithAttrs(as []slog.Attr) slog.Handler {
+	out := make([]slog.Attr, len(as))
+	for i, a := range as {
+		out[i] = l.attr(a)
+	}
+	return logGate{g: l.g, h: l.h.WithAttrs(out)}
+}
+
+func (l logGate) WithGroup(name string) slog.Handler { return logGate{g: l.g, h: l.h.WithGroup(name)} }
