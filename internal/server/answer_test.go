@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -201,5 +202,36 @@ func TestShare(t *testing.T) {
 	}
 	if share([]*answerPart{{runes: 10}, {runes: 20}}, 30) {
 		t.Error("a fitting answer is cut")
+	}
+}
+
+// TestAnswerBudgetCutsNoValue: an answer over the budget is tokenized
+// before it is cut, so that the cut never leaves part of a value (an
+// address cut to dave.trunc@example.o) for the gate to miss; the whole
+// output file keeps the values as the code printed them.
+func TestAnswerBudgetCutsNoValue(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 60_000; i++ {
+		fmt.Fprintf(&b, "row %d: dave.trunc%d@example.org\n", i, i)
+	}
+	for _, budget := range []int{1000, 1001, 1007, 2003, 5000} {
+		cs, ws := answerServer(t, outputExecutor{stdout: b.String(), result: b.String()}, budget)
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(res)
+		if strings.Contains(string(raw), "dave") || strings.Contains(string(raw), "@e") {
+			t.Errorf("budget %d: part of an address reached the answer: %.300s", budget, raw)
+		}
+		var out ExecuteCodeOutput
+		structured(t, res, &out)
+		if out.OutputFile == "" || out.Truncated == nil || !out.Truncated.Stdout {
+			t.Fatalf("budget %d: not cut: %+v", budget, out)
+		}
+		whole, err := os.ReadFile(filepath.Join(ws, out.OutputFile))
+		if err != nil || !strings.Contains(string(whole), "dave.trunc0@example.org") {
+			t.Errorf("budget %d: the whole output lost its values: %v", budget, err)
+		}
 	}
 }

@@ -129,6 +129,7 @@ func TestLeanDefault(t *testing.T) {
 // keeps code from calling it; the allow list is for upstream tools.
 func TestBuiltinPolicy(t *testing.T) {
 	cfg := config.Default()
+	cfg.PII.AllowRestore = true // else restore_pii is no tool at all
 	cfg.Policy = config.Policy{Allow: []string{"github.*"}, Deny: []string{"codecell.restore_pii"}}
 	_, cs, ex := leanServer(t, cfg)
 	if _, err := hostCall(t, cs, ex, "codecell", map[string]any{"tool": "sanitize_pii", "arguments": map[string]any{"text": "a@example.org"}}); err != nil {
@@ -167,9 +168,10 @@ func TestCodecellPackageMatchesTools(t *testing.T) {
 		funcs[d[1]] = params
 	}
 	// The env and skills tools need their managers, which this server has
-	// not; their functions are checked by name only.
+	// not, and restore_pii needs pii.allowRestore; their functions are
+	// checked by name only.
 	optional := []string{"configure_environment", "get_environment_config", "install_dependencies", "check_installed_packages",
-		"save_skill", "load_skill", "list_skills", "delete_skill", "get_execution_stats"}
+		"save_skill", "load_skill", "list_skills", "delete_skill", "get_execution_stats", "restore_pii"}
 	seen := map[string]bool{}
 	for _, b := range s.builtins {
 		if b.call == nil {

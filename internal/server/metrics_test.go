@@ -55,8 +55,10 @@ func TestMetricsMove(t *testing.T) {
 		res := runTool(t, cs, "execute_code", map[string]any{"code": code})
 		var out ExecuteCodeOutput
 		structured(t, res, &out)
-		// The answer shows context_savings only after tool calls.
-		cs := ContextSavings{ReturnedBytes: returnedBytes(out)}
+		// The answer shows context_savings only after tool calls; the
+		// bytes returned are counted as the code printed them, before the
+		// gate.
+		cs := ContextSavings{ReturnedBytes: int64(len(metricsScripts[code].stdout))}
 		if out.ContextSavings != nil {
 			cs = *out.ContextSavings
 		}
