@@ -9,9 +9,10 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || c=$$c+dirty; echo $$c; })
 BIN     := bin/codecell
 # Debian packages the sandbox needs: bubblewrap (production), runsc (gVisor,
-# hardened), Python and matplotlib (figures come back as images); Node and npm run the real upstream MCP servers of the
+# hardened), Python and matplotlib (figures come back as images), e2fsprogs
+# (mkfs.ext4, for the workspaces' images); Node and npm run the real upstream MCP servers of the
 # tests (installed only when missing: a machine's own Node is kept).
-DEBS    := bubblewrap runsc python3 python3-venv python3-pip python3-matplotlib
+DEBS    := bubblewrap runsc python3 python3-venv python3-pip python3-matplotlib e2fsprogs
 NPM_DIR := testdata/npm
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -62,6 +63,7 @@ test: deps npm-deps browser-deps
 bench: deps
 	$(GO) test -run '^$$' -bench 'ExecuteCode|PythonSpawn' -benchtime 500x ./cmd/codecell/
 	$(GO) test -run '^$$' -bench 'BenchmarkExec$$|BenchmarkSessionExec' -benchtime 500x ./internal/sandbox/
+	$(GO) test -run '^$$' -bench 'WorkspaceSize|PythonSpawn' -benchtime 500x -timeout 60m ./cmd/codecell/
 	$(GO) test -run '^$$' -bench 'Search' ./internal/catalog/
 	$(GO) test -run '^$$' -bench 'AggregateMillion' -benchtime 3x ./internal/analysis/
 

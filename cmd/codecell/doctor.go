@@ -111,7 +111,7 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 // a plain directory, watched; and whether inotify can follow them.
 func workspaceState(cfg *config.Config, dataDir string) (string, error) {
 	sb := cfg.Sandbox
-	limits := fmt.Sprintf("quota %d MiB and %d entries per workspace", sb.WorkspaceQuota>>20, sb.WorkspaceEntries)
+	limits := fmt.Sprintf("limits (%d MiB and %d entries per workspace)", sb.WorkspaceQuota>>20, sb.WorkspaceEntries)
 	mode, why := workspaceImages(cfg, dataDir)
 	var err error
 	switch {
@@ -126,9 +126,9 @@ func workspaceState(cfg *config.Config, dataDir string) (string, error) {
 	}
 	var b strings.Builder
 	if err == nil {
-		fmt.Fprintf(&b, "filesystem images (ext4, loop-mounted): the kernel enforces the %s; a write past it fails with ENOSPC", limits)
+		fmt.Fprintf(&b, "filesystem images (ext4, loop-mounted): the kernel enforces the %s; a write past them fails with ENOSPC", limits)
 	} else {
-		fmt.Fprintf(&b, "plain directories: the %s is watched, not enforced by the kernel (no images: %v); an execution that passes it is stopped and what it wrote past it removed, and no file it writes is larger than the quota left", limits, err)
+		fmt.Fprintf(&b, "plain directories: the %s are watched, not enforced by the kernel (no images: %v); an execution that passes them is stopped and what it wrote past them removed, and no file it writes is larger than the quota left", limits, err)
 		if mode == workspace.ImagesOn {
 			b.WriteString("; sandbox.workspaceImages is on, so codecell will not start")
 		} else {

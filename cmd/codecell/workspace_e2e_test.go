@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -9,7 +11,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/server"
+	"github.com/codecell/codecell/internal/workspace"
 )
 
 // TestWorkspaceAndCodeFilesE2E: the workspace tools and sandboxed code see
@@ -128,5 +132,59 @@ os.symlink("../../../../../../etc/passwd", "rel")
 		if err != nil || !res.IsError || !strings.Contains(textOf(res), "not a regular file") {
 			t.Errorf("%s on a FIFO: %v %q", tool, err, textOf(res))
 		}
+	}
+}
+
+// TestWorkspaceImageE2E: where codecell can mount images, a workspace that
+// was a plain directory moves into its image at the first start with
+// nothing lost; the quota holds in the code (an OSError naming it), the
+// next execution runs, list_workspace_files says the usage, and the image
+// is unmounted when the server exits and mounted again by the next.
+func TestWorkspaceImageE2E(t *testing.T) {
+	requireProduction(t)
+	if err := workspace.ProbeImages(t.TempDir()); err != nil {
+		t.Skipf("workspace images unavailable: %v", err)
+	}
+	cfgPath, dataDir := testDirs(t, `{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 1,
+		"workspaceQuota": "8MiB", "workspaceEntries": 500}}`)
+	ws := filepath.Join(dataDir, "workspaces", "default")
+	if err := os.MkdirAll(filepath.Join(ws, "old/deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "old/deep/kept.txt"), []byte("from before"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("deep/kept.txt", filepath.Join(ws, "old/link")); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dataDir, 0o711)
+	os.Chmod(filepath.Dir(ws), 0o711)
+	filepath.Walk(ws, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, sandbox.UID, sandbox.UID) })
+
+	cs := serveStdio(t, cfgPath, dataDir, nil)
+	_, out := call(t, cs, map[string]any{"code": "print(open('old/link').read())\nimport shutil\nprint(shutil.disk_usage('.').total > 0)"})
+	if !out.OK || out.Stdout != "from before\nTrue\n" {
+		t.Fatalf("the moved workspace: %+v %+v", out, out.Error)
+	}
+	_, out = call(t, cs, map[string]any{"code": "open('big', 'wb').write(b'x' * (64 << 20))"})
+	if out.OK || out.Error.Type != "OSError" || !strings.Contains(out.Error.Message, "quota") {
+		t.Fatalf("past the quota: %+v", out.Error)
+	}
+	if _, out = call(t, cs, map[string]any{"code": "import os\nos.remove('big')\nprint('ok')"}); !out.OK {
+		t.Fatalf("the next execution: %+v", out.Error)
+	}
+	var l server.ListWorkspaceFilesOutput
+	if res, text := callToolInto(t, cs, "list_workspace_files", map[string]any{}, &l); res.IsError || l.Usage == nil ||
+		l.Usage.Enforcement != "kernel" || l.Usage.Quota != 8<<20 || l.Usage.Entries != 4 {
+		t.Fatalf("list: %s %+v", text, l.Usage)
+	}
+	cs.Close()
+	if ents, _ := os.ReadDir(ws); len(ents) != 0 {
+		t.Errorf("still mounted after the server exited: %d entries", len(ents))
+	}
+	cs = serveStdio(t, cfgPath, dataDir, nil)
+	defer cs.Close()
+	if _, out = call(t, cs, map[string]any{"code": "print(open('old/deep/kept.txt').read())"}); out.Stdout != "from before\n" {
+		t.Fatalf("after a restart: %+v %+v", out, out.Error)
 	}
 }

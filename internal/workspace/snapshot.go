@@ -3,13 +3,13 @@ package workspace
 import (
 	"io/fs"
 	"path"
-	"slices"
 	"syscall"
 )
 
 // Snapshot records the regular files of a workspace at one moment, by size,
-// modification time and inode, so that Changed can tell which files an
-// execution created or changed without reading them.
+// modification time and inode, and what all its entries take: what a run in
+// a workspace that is not watched compares to tell which files an
+// execution created, changed or deleted, without reading them.
 type Snapshot struct {
 	files map[string]fileState
 	// alloc and entries are the bytes allocated to every entry and their
@@ -53,20 +53,6 @@ func allocated(fi fs.FileInfo) int64 {
 		return st.Blocks * 512
 	}
 	return fi.Size()
-}
-
-// Changed returns the paths of the regular files in after that are not in
-// before or differ in size, modification time or inode, sorted. Files that
-// were deleted are not in it.
-func Changed(before, after Snapshot) []string {
-	var out []string
-	for p, st := range after.files {
-		if old, ok := before.files[p]; !ok || old != st {
-			out = append(out, p)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Size returns the recorded size of a file in the snapshot, if it is there.

@@ -3,7 +3,6 @@ package workspace
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -696,6 +695,9 @@ func diffSnapshots(before, after Snapshot) []netChange {
 // them: the entries the run created are removed and the files it grew cut
 // back to their size before it, newest first, until it is under them.
 // Entries that came by a rename (no bytes were written) are left alone.
+// What each step frees is counted from the index as it goes, and the
+// workspace measured again (after the index caught up) only once that
+// count says it is under.
 func (v *Volume) reclaim(changes []netChange) *Breach {
 	v.reclaimMu.Lock()
 	defer v.reclaimMu.Unlock()
@@ -703,24 +705,23 @@ func (v *Volume) reclaim(changes []netChange) *Breach {
 	b.Reached, _ = v.Usage()
 	root, err := os.OpenRoot(v.dir)
 	if err != nil {
-		b.Usage, _ = v.Usage()
+		b.Usage = b.Reached
 		return b
 	}
 	defer root.Close()
-	for i := len(changes) - 1; i >= 0; i-- {
-		u, err := v.Usage()
-		if err != nil || !u.Over() {
-			break
-		}
+	u := b.Reached
+	for i := len(changes) - 1; i >= 0 && u.Over(); i-- {
 		c := changes[i]
 		switch {
 		case c.moved:
+			continue
 		case c.op == opCreate:
-			if err := root.Remove(filepath.FromSlash(c.path)); err == nil || errors.Is(err, fs.ErrNotExist) {
-				if err == nil {
-					b.Removed = append(b.Removed, c.path)
-				}
+			if err := root.Remove(filepath.FromSlash(c.path)); err != nil {
+				continue // a directory not empty: what is in it was not the run's
 			}
+			b.Removed = append(b.Removed, c.path)
+			u.Bytes -= c.alloc
+			u.Entries--
 		case c.op == opModify && c.kind == kindFile && c.size > c.prev:
 			f, err := root.OpenFile(filepath.FromSlash(c.path), os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 			if err != nil {
@@ -728,13 +729,20 @@ func (v *Volume) reclaim(changes []netChange) *Breach {
 			}
 			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && f.Truncate(c.prev) == nil {
 				b.Truncated = append(b.Truncated, c.path)
+				u.Bytes -= c.alloc - allocFor(c.prev)
 			}
 			f.Close()
 		default:
 			continue
 		}
-		v.settle()
+		if !u.Over() {
+			v.settle()
+			if now, err := v.Usage(); err == nil {
+				u = now
+			}
+		}
 	}
+	v.settle()
 	b.Usage, _ = v.Usage()
 	return b
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -505,9 +506,14 @@ func TestSnapshot(t *testing.T) {
 	_, err = f.ws.Write("new/file", []byte("x"))
 	must(t, err)
 	must(t, os.Remove(filepath.Join(f.dir, "gone")))
-	got := strings.Join(Changed(before, f.ws.Snapshot()), " ")
-	if want := "new/file replaced touched"; got != want {
-		t.Fatalf("changed %q, want %q", got, want)
+	var got []string
+	for _, c := range diffSnapshots(before, f.ws.Snapshot()) {
+		got = append(got, fmt.Sprint(c.op, ":", c.path))
+	}
+	slices.Sort(got)
+	// 0 created, 1 modified, 2 deleted
+	if want := "0:new/file 1:replaced 1:touched 2:gone"; strings.Join(got, " ") != want {
+		t.Fatalf("changes %q, want %q", got, want)
 	}
 	if n, ok := before.Size("same"); !ok || n != 4 {
 		t.Errorf("size %d %v", n, ok)
