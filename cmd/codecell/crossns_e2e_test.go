@@ -30,6 +30,7 @@ func TestNamespacesCrossAccess(t *testing.T) {
 		"mcpServers": map[string]any{"fake": map[string]any{"command": fakeUpstream(t)}},
 		"sandbox":    map[string]any{"isolation": "production", "python": "/usr/bin/python3", "pool": 1, "timeout": "20s"},
 		"http":       map[string]any{"tokens": map[string]string{tokenA: "team-a", tokenB: "team-b"}},
+		"pii":        map[string]any{"allowRestore": true},
 	})
 	base := startHTTP(t, string(cfg), nil)
 	ctx := context.Background()

@@ -40,6 +40,7 @@ func TestExecutionStatsE2E(t *testing.T) {
 		code    string
 		timeout float64
 		errType string // "" succeeds
+		printed string // what the code prints, where the answer shows it tokenized
 	}{
 		{code: "print('hello')"},
 		{code: "x = 6 * 7\nx"},
@@ -50,7 +51,7 @@ func TestExecutionStatsE2E(t *testing.T) {
 		{code: "from servers.fake import echo\nresult = [echo(text=str(i)) for i in range(3)]"},
 		{code: "import servers\nfrom servers.fake import fail, add_numbers\ntry:\n    fail(text='no')\nexcept servers.ToolError:\n    pass\nadd_numbers(a=1, b=2)"},
 		{code: "from servers.fake import echo\necho(text='x' * 5000)\nraise ValueError('after a call')", errType: "ValueError"},
-		{code: "print('write to ada@example.org')"},
+		{code: "print('write to ada@example.org')", printed: "write to ada@example.org\n"},
 	}
 	var ms []int64
 	var kept, returned int64
@@ -73,7 +74,13 @@ func TestExecutionStatsE2E(t *testing.T) {
 			kept += out.ContextSavings.ToolResultBytes
 			returned += out.ContextSavings.ReturnedBytes
 		} else {
-			returned += int64(len(out.Stdout) + len(out.Stderr))
+			// Counted as the code printed it, before the gate
+			// tokenized it.
+			stdout := out.Stdout
+			if r.printed != "" {
+				stdout = r.printed
+			}
+			returned += int64(len(stdout) + len(out.Stderr))
 			if out.Result != nil {
 				b, _ := json.Marshal(out.Result)
 				returned += int64(len(b))
