@@ -15,18 +15,9 @@ import (
 // Tools with no such match are left out, so the result may be empty.
 // Limit and Offset page as in Search; Score is the similarity.
 func (c *Catalog) Nearest(q Query) Result {
-	limit, offset := q.Limit, max(q.Offset, 0)
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	limit = min(limit, MaxLimit)
-	server := int32(-1)
-	if q.Server != "" {
-		id, ok := c.serverID[q.Server]
-		if !ok {
-			return Result{}
-		}
-		server = id
+	limit, offset, server, ok := c.scope(q)
+	if !ok {
+		return Result{}
 	}
 	var want [][]string // each query word's trigrams
 	for _, w := range words(q.Text) {

@@ -51,18 +51,9 @@ const maxQueryTerms = 32
 
 // Search runs q over the catalog and returns one page of the hits.
 func (c *Catalog) Search(q Query) Result {
-	limit, offset := q.Limit, max(q.Offset, 0)
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	limit = min(limit, MaxLimit)
-	server := int32(-1)
-	if q.Server != "" {
-		id, ok := c.serverID[q.Server]
-		if !ok {
-			return Result{}
-		}
-		server = id
+	limit, offset, server, ok := c.scope(q)
+	if !ok {
+		return Result{}
 	}
 
 	var r Result
@@ -124,33 +115,27 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 				alts = append(alts, []weighted{{id, 1}})
 				direct = append(direct, id)
 			}
-			for _, s := range synonyms[t] {
-				id, ok := c.index.ids[s]
-				if !ok {
-					continue
+			// Synonyms, then related words (a one-way lexicon) a little
+			// lower. A match of either never counts for more than one of
+			// the word typed: the postings carry the other word's own idf,
+			// which is higher when it is the rarer word ("document" for
+			// "file"). A word no tool uses is rarer than any.
+			for _, other := range []struct {
+				words  []string
+				weight float64
+			}{{synonyms[t], synonymWeight}, {related[t], relatedWeight}} {
+				for _, s := range other.words {
+					id, ok := c.index.ids[s]
+					if !ok || slices.ContainsFunc(alts, func(a []weighted) bool { return len(a) == 1 && a[0].term == id }) {
+						continue
+					}
+					w := other.weight
+					if sidf, _ := c.index.idf(s); known && idf < sidf {
+						w *= idf / sidf
+					}
+					alts = append(alts, []weighted{{id, w}})
+					synonym = append(synonym, id)
 				}
-				// A synonym's match never counts for more than one of the
-				// word typed: the postings carry the synonym's own idf,
-				// which is higher when it is the rarer word ("document"
-				// for "file"). A word no tool uses is rarer than any.
-				w := synonymWeight
-				if sidf, _ := c.index.idf(s); known && idf < sidf {
-					w *= idf / sidf
-				}
-				alts = append(alts, []weighted{{id, w}})
-				synonym = append(synonym, id)
-			}
-			for _, s := range related[t] {
-				id, ok := c.index.ids[s]
-				if !ok || slices.ContainsFunc(alts, func(a []weighted) bool { return len(a) == 1 && a[0].term == id }) {
-					continue
-				}
-				w := relatedWeight
-				if sidf, _ := c.index.idf(s); known && idf < sidf {
-					w *= idf / sidf
-				}
-				alts = append(alts, []weighted{{id, w}})
-				synonym = append(synonym, id)
 			}
 		} else {
 			if seen[r.whole] {
@@ -200,6 +185,22 @@ type scored struct {
 // which is the order of docs.
 func better(a, b scored) bool {
 	return a.score > b.score || a.score == b.score && a.doc < b.doc
+}
+
+// scope is a query's page (limit and offset, as DefaultLimit and MaxLimit
+// bound them) and server (-1 for all); ok is false for an unknown server,
+// which no tool matches.
+func (c *Catalog) scope(q Query) (limit, offset int, server int32, ok bool) {
+	limit, offset = q.Limit, max(q.Offset, 0)
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	limit = min(limit, MaxLimit)
+	if q.Server == "" {
+		return limit, offset, -1, true
+	}
+	server, ok = c.serverID[q.Server]
+	return limit, offset, server, ok
 }
 
 // rank scores every tool in scope (server, or all if negative) that shares a

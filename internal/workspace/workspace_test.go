@@ -26,11 +26,18 @@ const secret = "the secret outside the workspace"
 
 func newFixture(t testing.TB, opts Options) *fixture {
 	t.Helper()
+	return fixtureWith(t, func(dir string) (*Workspace, error) { return Open(dir, opts) })
+}
+
+// fixtureWith makes a fixture whose workspace open opens: a directory with
+// a secret beside it, and links in the workspace that point out of it.
+func fixtureWith(t testing.TB, open func(dir string) (*Workspace, error)) *fixture {
+	t.Helper()
 	parent := t.TempDir()
 	f := &fixture{dir: filepath.Join(parent, "ws"), outside: filepath.Join(parent, "outside")}
 	must(t, os.Mkdir(f.outside, 0o755))
 	must(t, os.WriteFile(filepath.Join(f.outside, "secret.txt"), []byte(secret), 0o644))
-	ws, err := Open(f.dir, opts)
+	ws, err := open(f.dir)
 	must(t, err)
 	t.Cleanup(func() { ws.Close() })
 	f.ws = ws
@@ -45,23 +52,17 @@ func newFixture(t testing.TB, opts Options) *fixture {
 // Volume (a plain, watched directory) with these limits.
 func newVolumeFixture(t testing.TB, quota, maxEntries int64) (*fixture, *Volume) {
 	t.Helper()
-	parent := t.TempDir()
-	f := &fixture{dir: filepath.Join(parent, "ws"), outside: filepath.Join(parent, "outside")}
-	must(t, os.Mkdir(f.outside, 0o755))
-	must(t, os.WriteFile(filepath.Join(f.outside, "secret.txt"), []byte(secret), 0o644))
 	vs, err := NewVolumes(VolumeOptions{Quota: quota, MaxEntries: maxEntries})
 	must(t, err)
 	t.Cleanup(func() { vs.Close() })
-	v, err := vs.Volume(f.dir)
-	must(t, err)
-	ws, err := v.Open()
-	must(t, err)
-	t.Cleanup(func() { ws.Close() })
-	f.ws = ws
-	must(t, os.Symlink("../outside/secret.txt", filepath.Join(f.dir, "outfile")))
-	must(t, os.Symlink("../outside", filepath.Join(f.dir, "outdir")))
-	must(t, os.Symlink(filepath.Join(f.outside, "secret.txt"), filepath.Join(f.dir, "absfile")))
-	must(t, os.Symlink("/etc/passwd", filepath.Join(f.dir, "passwd")))
+	var v *Volume
+	f := fixtureWith(t, func(dir string) (*Workspace, error) {
+		var err error
+		if v, err = vs.Volume(dir); err != nil {
+			return nil, err
+		}
+		return v.Open()
+	})
 	v.settle()
 	return f, v
 }
