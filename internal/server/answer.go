@@ -29,6 +29,11 @@ const (
 	keptOutputs = 10
 )
 
+// cutWindow is how far either side of a cut the gate looks for a value
+// the cut would split: more than any value is long but a private key's
+// block (about 3.3 KB for a 4096-bit RSA key).
+const cutWindow = 4 << 10
+
 // markerRoom is what a cut's marker costs of a part's share, about.
 const markerRoom = 120
 
@@ -65,35 +70,6 @@ func (s *Server) boundAnswer(ctx context.Context, ns string, out *ExecuteCodeOut
 	if !share(parts, budget) {
 		return nil, nil
 	}
-	// A cut must not leave part of a value for the gate to miss: what is
-	// cut is tokenized first, and the gate's later pass finds only tokens.
-	if !s.gate.Off() {
-		var err error
-		if out.Stdout, err = s.gate.Text(ctx, ns, out.Stdout); err != nil {
-			return nil, err
-		}
-		if out.Stderr, err = s.gate.Text(ctx, ns, out.Stderr); err != nil {
-			return nil, err
-		}
-		if out.Result != nil {
-			raw, err := s.gate.Value(ctx, ns, out.Result)
-			if err != nil {
-				return nil, err
-			}
-			if err := json.Unmarshal(raw, &out.Result); err != nil {
-				return nil, err
-			}
-		}
-		result, resultIsText = resultText(out.Result)
-		parts = []*answerPart{
-			{text: out.Stdout, runes: utf8.RuneCountInString(out.Stdout)},
-			{text: out.Stderr, runes: utf8.RuneCountInString(out.Stderr)},
-			{text: result, runes: utf8.RuneCountInString(result)},
-		}
-		if !share(parts, budget) {
-			return nil, nil
-		}
-	}
 	file, err := s.saveWholeOutput(ctx, ns, whole)
 	where := "the whole output is in the workspace file " + file
 	if err != nil {
@@ -105,15 +81,15 @@ func (s *Server) boundAnswer(ctx context.Context, ns string, out *ExecuteCodeOut
 		out.Truncated = &Truncated{}
 	}
 	if parts[0].keep < parts[0].runes {
-		out.Stdout, out.Truncated.Stdout = cut(parts[0], where), true
+		out.Stdout, out.Truncated.Stdout = s.cut(parts[0], where), true
 	}
 	if parts[1].keep < parts[1].runes {
-		out.Stderr, out.Truncated.Stderr = cut(parts[1], where), true
+		out.Stderr, out.Truncated.Stderr = s.cut(parts[1], where), true
 	}
 	if parts[2].keep < parts[2].runes {
 		// A JSON value cut in the middle is no longer JSON: the result
 		// becomes the text of its head and tail.
-		out.Result, out.Truncated.Result = cut(parts[2], where), true
+		out.Result, out.Truncated.Result = s.cut(parts[2], where), true
 		if !resultIsText {
 			out.Result = "[codecell: the result's JSON, cut] " + out.Result.(string)
 		}
@@ -167,13 +143,40 @@ func share(parts []*answerPart, budget int) bool {
 }
 
 // cut keeps p's head (two thirds of its share) and tail (one third) and
-// marks what it dropped, and where the rest is.
-func cut(p *answerPart, where string) string {
+// marks what it dropped, and where the rest is. It cuts where no value the
+// gate finds is cut in two, so that the gate, which reads the answer after
+// it, sees every value kept whole; the head may be a little shorter and
+// the tail a little longer than their shares.
+func (s *Server) cut(p *answerPart, where string) string {
 	head := p.keep * 2 / 3
 	tail := p.keep - head
-	r := []rune(p.text)
+	h := s.cutNear(p.text, byteIndex(p.text, head))
+	t := max(h, s.cutNear(p.text, byteIndex(p.text, p.runes-tail)))
 	return fmt.Sprintf("%s\n[codecell: %d of %d characters cut here, to the answer budget; %s]\n%s",
-		string(r[:head]), p.runes-p.keep, p.runes, where, string(r[len(r)-tail:]))
+		p.text[:h], utf8.RuneCountInString(p.text[h:t]), p.runes, where, p.text[t:])
+}
+
+// cutNear returns a place at or before byte i of text that cuts no value
+// in two. The gate looks at cutWindow bytes either side, not at the whole
+// text: a 1 MiB output costs what 8 KiB does.
+func (s *Server) cutNear(text string, i int) int {
+	lo := max(0, i-cutWindow)
+	for lo > 0 && !utf8.RuneStart(text[lo]) {
+		lo--
+	}
+	hi := min(len(text), i+cutWindow)
+	return lo + s.gate.Cut(text[lo:hi], i-lo)
+}
+
+// byteIndex is the byte offset of rune n of text.
+func byteIndex(text string, n int) int {
+	for i := range text {
+		if n == 0 {
+			return i
+		}
+		n--
+	}
+	return len(text)
 }
 
 // saveWholeOutput writes whole to a new file under outputDir in the
