@@ -22,9 +22,9 @@ const maxCode = 1 << 20
 // ExecuteCodeInput is the input of execute_code.
 type ExecuteCodeInput struct {
 	Code           string         `json:"code" jsonschema:"Python; returns the value of result or of the last expression."`
-	SessionID      string         `json:"session_id,omitempty" jsonschema:"Keep globals between calls with this id; a new id starts a session."`
+	SessionID      string         `json:"session_id,omitempty" jsonschema:"Keep globals between calls with this id."`
 	Context        map[string]any `json:"context,omitempty" jsonschema:"JSON values bound as globals."`
-	TimeoutSeconds float64        `json:"timeout_seconds,omitempty" jsonschema:"Time limit in seconds."`
+	TimeoutSeconds float64        `json:"timeout_seconds,omitempty" jsonschema:"Time limit."`
 	Language       string         `json:"language,omitempty" jsonschema:"Only python."`
 }
 
