@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,6 +30,8 @@ type Group struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closed    atomic.Bool
+	finalOOM  atomic.Uint64 // OOMKills when Close began
 }
 
 // New makes a group with limits l. The caller starts its first process with
@@ -149,8 +152,15 @@ func (g *Group) moveThread(tid string, dirs map[string]string) error {
 }
 
 // OOMKills counts the processes of the group the kernel has killed for
-// passing its memory limit.
+// passing its memory limit. After Close it returns the count Close found.
 func (g *Group) OOMKills() uint64 {
+	if g.closed.Load() {
+		return g.finalOOM.Load()
+	}
+	return g.readOOMKills()
+}
+
+func (g *Group) readOOMKills() uint64 {
 	file := filepath.Join(g.dirs[""], "memory.events")
 	if !g.h.v2 {
 		file = filepath.Join(g.dirs["memory"], "memory.oom_control")
@@ -196,6 +206,8 @@ func (g *Group) Close() error {
 }
 
 func (g *Group) remove() error {
+	g.finalOOM.Store(g.readOOMKills())
+	g.closed.Store(true)
 	if g.fd >= 0 {
 		unix.Close(g.fd)
 	}

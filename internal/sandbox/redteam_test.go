@@ -110,6 +110,7 @@ var redTeamAttacks = []redTeamAttack{
 	{"exhaustion/zombies", isolatedLevels, attackZombies},
 	{"exhaustion/mmap_past_the_limit", isolatedLevels, attackMmap},
 	{"exhaustion/memfd_past_the_limit", isolatedLevels, attackMemfd},
+	{"exhaustion/memory_in_many_processes", isolatedLevels, attackManyProcesses},
 	{"exhaustion/sparse_files", isolatedLevels, attackSparse},
 
 	// Information leaks.
@@ -1024,10 +1025,11 @@ report['mmap 64 GiB, no reserve'] = 'ok' if p not in (None, ctypes.c_void_p(-1).
 }
 
 // attackMemfd holds memory the address-space limit does not count: the
-// pages of memory files written with write(2), never mapped.
+// pages of memory files written with write(2), never mapped. A sandbox's
+// cgroup counts them: the kernel stops the execution with MemoryLimit.
 func attackMemfd(t *testing.T, a *arena) {
 	held := int64(600 << 20)
-	v := a.report(t, `chunk = b'x' * (1 << 20)
+	code := py(`chunk = b'x' * (1 << 20)
 fds, n = [], 0
 try:
     while n < HELD >> 20:
@@ -1038,11 +1040,39 @@ try:
 except (OSError, MemoryError) as e:
     report['error'] = errname(e)
 report['held'] = n << 20
-`, map[string]any{"HELD": held})
-	if got := int64(v["held"].(float64)); got > DefaultLimits.Memory {
-		t.Skipf("known gap: memory is limited per process (RLIMIT_AS), not per sandbox (no cgroup yet): "+
-			"one process held %d MiB of memory files past its %d MiB limit (issue #14)", got>>20, DefaultLimits.Memory>>20)
+`)
+	r := a.exec(code, map[string]any{"HELD": held}, nil, slack)
+	if r.Error != nil && r.Error.Type == ErrMemoryLimit {
+		return
 	}
+	var v map[string]any
+	verdictOf(t, r, false, &v)
+	if got := int64(v["held"].(float64)); got > DefaultLimits.Memory {
+		if perSandbox, how := a.m.MemoryScope(); !perSandbox && a.level == Production {
+			t.Skipf("known gap where there is no cgroup: memory is limited %s; one process held %d MiB of memory files past its %d MiB limit",
+				how, got>>20, DefaultLimits.Memory>>20)
+		}
+		if a.level == Hardened {
+			t.Skipf("known gap: under gVisor memory is limited per process (no cgroup per sandbox); one process held %d MiB of memory files past its %d MiB limit", got>>20, DefaultLimits.Memory>>20)
+		}
+		t.Errorf("one process held %d MiB of memory files past the sandbox's %d MiB limit", got>>20, DefaultLimits.Memory>>20)
+	}
+}
+
+// attackManyProcesses holds memory in several processes, each under the
+// limit alone (issue #14: five held 398 MiB with a 128 MiB limit).
+func attackManyProcesses(t *testing.T, a *arena) {
+	r := a.exec(memoryHogs(6, 128), nil, nil, slack)
+	if r.Error != nil && r.Error.Type == ErrMemoryLimit {
+		return
+	}
+	if strings.Contains(r.Stdout, "all held") {
+		if perSandbox, how := a.m.MemoryScope(); !perSandbox {
+			t.Skipf("known gap where there is no cgroup: memory is limited %s; six processes held 6 x 128 MiB under a %d MiB limit", how, DefaultLimits.Memory>>20)
+		}
+		t.Fatalf("six processes held 6 x 128 MiB under a %d MiB sandbox limit", DefaultLimits.Memory>>20)
+	}
+	t.Fatalf("want MemoryLimit, got ok=%v error=%+v stdout=%q", r.OK, r.Error, r.Stdout)
 }
 
 func attackSparse(t *testing.T, a *arena) {

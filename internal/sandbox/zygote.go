@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/codecell/codecell/internal/cgroup"
 	"github.com/codecell/codecell/internal/channel"
 )
 
@@ -31,6 +32,9 @@ type zygote struct {
 	msgs  chan ctlMsg   // from the zygote; closed when the control socket ends
 	done  chan struct{} // closed when the process has been waited for
 	once  sync.Once
+	// cg holds every process of the sandbox (bubblewrap, the fork server,
+	// each execution's); nil where the host has no cgroup for it.
+	cg *cgroup.Group
 }
 
 // ctlMsg is a message on the control socket.
@@ -48,6 +52,15 @@ type ctlMsg struct {
 
 // startTimeout bounds how long a sandbox may take to report ready.
 const startTimeout = 20 * time.Second
+
+// ForkServerMemory and forkServerPids are what a sandbox's cgroup allows on
+// top of sandbox.memory and sandbox.pids for what is there before the code:
+// bubblewrap and the fork server (an idle one holds about 15 MiB of its own;
+// the rest is room for the page cache of what it imported).
+const (
+	ForkServerMemory = 32 << 20
+	forkServerPids   = 8
+)
 
 // startZygote starts a fork server for workspace and waits until it is ready.
 func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
@@ -125,7 +138,22 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 	cmd.Stdout = nil
 	cmd.Stderr = m.stderrSink()
 	cmd.WaitDelay = time.Second
-	err = cmd.Start()
+	var cg *cgroup.Group
+	if m.opts.Level == Production && m.cgroups != nil {
+		cg, err = m.cgroups.New(cgroup.Limits{Memory: m.limits.Memory + ForkServerMemory, Pids: m.limits.Pids + forkServerPids})
+		if err != nil {
+			for _, f := range extra {
+				f.Close()
+			}
+			conn.Close()
+			return nil, fmt.Errorf("start %s sandbox: %w", m.opts.Level, err)
+		}
+	}
+	if cg != nil {
+		err = cg.Start(cmd)
+	} else {
+		err = cmd.Start()
+	}
 	// Our copies of the child's descriptors must go now: the control socket
 	// only reports EOF (a sandbox that died starting) once they are closed.
 	for _, f := range extra {
@@ -133,9 +161,13 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 	}
 	if err != nil {
 		conn.Close()
+		if cg != nil {
+			cg.Close()
+		}
 		return nil, fmt.Errorf("start %s sandbox: %w", m.opts.Level, err)
 	}
 	z := &zygote{
+		cg:    cg,
 		level: m.opts.Level,
 		cmd:   cmd,
 		ctl:   conn.(*net.UnixConn),
@@ -315,6 +347,10 @@ func (z *zygote) kill() {
 	case <-z.done:
 	case <-time.After(3 * time.Second):
 	}
+	if z.cg != nil {
+		// Kills whatever of the sandbox is left and removes its cgroup.
+		z.cg.Close()
+	}
 }
 
 func (z *zygote) alive() bool {
@@ -345,7 +381,7 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 	defer chanHost.Close()
 	o := z.exchange(ctx, chanHost, req, lim, res, false)
 	switch {
-	case o.stopped || o.fault || o.zygoteGone:
+	case o.stopped || o.fault || o.zygoteGone || o.oom:
 		release(false)
 	case o.exited != nil:
 		release(o.exited.Clean && z.alive())
@@ -385,6 +421,7 @@ type outcome struct {
 	zygoteGone bool    // the fork server died; the sandbox was killed
 	exited     *ctlMsg // the zygote's report that the process ended, if it came
 	result     bool    // the result frame arrived
+	oom        bool    // the kernel killed a process of the sandbox for passing its cgroup's memory limit
 }
 
 // sessionGrace is how long a session's execution waits, after its result,
@@ -399,6 +436,7 @@ const sessionGrace = 200 * time.Millisecond
 // sessionGrace); otherwise it ends when the process and its pipes have.
 func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Request, lim Limits, res *Result, session bool) outcome {
 	x := newExchange(lim, req)
+	oomBefore := z.oomKills()
 	var pipes [4]*os.File // stdout r, w; stderr r, w
 	var err error
 	for i := 0; i < 4; i += 2 {
@@ -529,7 +567,24 @@ func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Requ
 	x.finish(res, exit, lim)
 	o.result = x.hasResult()
 	o.fault = o.fault || x.fault != nil
+	if z.oomKills() > oomBefore {
+		// Whatever the code saw of it (a child killed, a broken
+		// channel, the fork server gone), the cause is the limit.
+		o.oom = true
+		res.OK = false
+		res.Error = failure(ErrMemoryLimit, "the execution's processes together went past the sandbox's memory limit "+
+			"of %d MiB (sandbox.memory, which bounds all of a sandbox's processes together) and the kernel killed one of them", lim.Memory>>20)
+	}
 	return o
+}
+
+// oomKills counts the kernel's kills for the sandbox's memory limit; 0
+// without a cgroup.
+func (z *zygote) oomKills() uint64 {
+	if z.cg == nil {
+		return 0
+	}
+	return z.cg.OOMKills()
 }
 
 // awaitChild waits for the channel of the zygote's next pre-forked process.
