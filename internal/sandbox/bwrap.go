@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"crypto/rand"
+	"fmt"
 	"strconv"
 )
 
@@ -55,6 +57,7 @@ type bwrapSpec struct {
 	ExtraRO   []string // host directories to expose read-only at the same path
 	CtlFD     int      // control socket of the zygote
 	SeccompFD int      // compiled seccomp program; 0 means none
+	BootIDFD  int      // the sandbox's own boot_id (see newBootID), shown in place of the host's; 0 means none
 	Runtime   string   // directory with the runner, mounted at RuntimeMount
 	Workspace string   // the workspace, mounted at WorkspaceMount
 	Gen       string   // the generated servers package's directory, mounted at GenMount; "" for none
@@ -109,6 +112,14 @@ func bwrapArgs(s bwrapSpec) []string {
 		// the second line of defence against global sysctls such as
 		// kernel.core_pattern, which the kernel runs as host root.
 		"--ro-bind", "/proc/sys", "/proc/sys",
+	)
+	if s.BootIDFD > 0 {
+		// The host's boot_id names the machine and its boot: code in two
+		// sandboxes (or two executions a reboot apart) could tell whether
+		// they share a host. Each sandbox reads one of its own.
+		a = append(a, "--ro-bind-data", fd(s.BootIDFD), "/proc/sys/kernel/random/boot_id")
+	}
+	a = append(a,
 		"--dev", "/dev",
 		"--size", size, "--tmpfs", "/tmp",
 		"--size", size, "--tmpfs", "/dev/shm",
@@ -148,4 +159,14 @@ func bwrapArgs(s bwrapSpec) []string {
 		a = append(a, "--gen", GenMount)
 	}
 	return a
+}
+
+// newBootID is a random boot_id as the kernel writes it: a version 4 UUID
+// and a newline.
+func newBootID() []byte {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Appendf(nil, "%x-%x-%x-%x-%x\n", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

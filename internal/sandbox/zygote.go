@@ -101,6 +101,7 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 			ExtraRO:   m.readOnlyDirs(tg),
 			CtlFD:     3,
 			SeccompFD: 4,
+			BootIDFD:  6,
 			Runtime:   m.runtime,
 			Workspace: workspace,
 			Gen:       m.opts.GenDir,
@@ -123,7 +124,15 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 			conn.Close()
 			return nil, fmt.Errorf("bubblewrap arguments pipe: %w", err)
 		}
-		extra = []*os.File{childEnd, seccompFile, argsFile}
+		bootIDFile, err := pipeWith(newBootID())
+		if err != nil {
+			childEnd.Close()
+			seccompFile.Close()
+			argsFile.Close()
+			conn.Close()
+			return nil, fmt.Errorf("boot_id pipe: %w", err)
+		}
+		extra = []*os.File{childEnd, seccompFile, argsFile, bootIDFile}
 		cmd = exec.Command(BwrapPath, append([]string{"--args", "5"}, args[sep:]...)...)
 		cmd.Env = minimalEnv
 		cmd.Dir = "/"
