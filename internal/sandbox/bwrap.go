@@ -3,6 +3,7 @@ package sandbox
 import (
 	"crypto/rand"
 	"fmt"
+	"path"
 	"strconv"
 )
 
@@ -58,11 +59,21 @@ type bwrapSpec struct {
 	CtlFD     int      // control socket of the zygote
 	SeccompFD int      // compiled seccomp program; 0 means none
 	BootIDFD  int      // the sandbox's own boot_id (see newBootID), shown in place of the host's; 0 means none
-	Runtime   string   // directory with the runner, mounted at RuntimeMount
+	Runtime   string   // directory with the runner, mounted at RuntimeMount when RuntimeFiles is empty
+	// RuntimeFiles are the runner's files, copied into the sandbox's own
+	// root at RuntimeMount from descriptors rather than bound from Runtime,
+	// so that the sandbox's mount table does not show Runtime's host path.
+	RuntimeFiles []bwrapFile
 	Workspace string   // the workspace, mounted at WorkspaceMount
 	Gen       string   // the generated servers package's directory, mounted at GenMount; "" for none
 	Skills    string   // the namespace's skills directory, mounted at SkillsMount; "" for none
 	TmpSize   int64
+}
+
+// bwrapFile is a file bubblewrap writes into the sandbox from a descriptor.
+type bwrapFile struct {
+	Path string // relative to RuntimeMount
+	FD   int
 }
 
 // etcFiles are the few host files Python and common libraries read; the rest
@@ -123,7 +134,29 @@ func bwrapArgs(s bwrapSpec) []string {
 		"--dev", "/dev",
 		"--size", size, "--tmpfs", "/tmp",
 		"--size", size, "--tmpfs", "/dev/shm",
-		"--ro-bind", s.Runtime, RuntimeMount,
+	)
+	if len(s.RuntimeFiles) > 0 {
+		// Read-only once the root is remounted so (below); the mount
+		// points of Gen and Skills are made here, as Install makes them.
+		a = append(a, "--perms", "0755", "--dir", RuntimeMount)
+		made := map[string]bool{RuntimeMount: true}
+		for _, f := range s.RuntimeFiles {
+			dest := path.Join(RuntimeMount, f.Path)
+			var dirs []string // parents not made yet, innermost first
+			for dir := path.Dir(dest); !made[dir]; dir = path.Dir(dir) {
+				made[dir] = true
+				dirs = append(dirs, dir)
+			}
+			for i := len(dirs) - 1; i >= 0; i-- {
+				a = append(a, "--perms", "0755", "--dir", dirs[i])
+			}
+			a = append(a, "--perms", "0444", "--file", fd(f.FD), dest)
+		}
+		a = append(a, "--perms", "0755", "--dir", GenMount, "--perms", "0755", "--dir", SkillsMount)
+	} else {
+		a = append(a, "--ro-bind", s.Runtime, RuntimeMount)
+	}
+	a = append(a,
 		"--bind", s.Workspace, WorkspaceMount,
 		"--chdir", WorkspaceMount,
 		"--clearenv",

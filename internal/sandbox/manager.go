@@ -40,9 +40,12 @@ type Options struct {
 type Manager struct {
 	opts    Options
 	limits  Limits
-	runtime string   // installed runner directory
-	extraRO []string // host directories to expose read-only (Python outside /usr)
-	log     *slog.Logger
+	runtime string // installed runner directory
+	// runtimeFiles are the runner's files, which production copies into
+	// each sandbox (see bwrapSpec.RuntimeFiles).
+	runtimeFiles []runner.File
+	extraRO      []string // host directories to expose read-only (Python outside /usr)
+	log          *slog.Logger
 	// cgroups is where each production sandbox gets a cgroup of its own;
 	// nil when the host has none for codecell (cgroupErr says why), and
 	// memory is then bounded per process only.
@@ -106,15 +109,20 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	rtFiles, err := runner.Files()
+	if err != nil {
+		return nil, err
+	}
 	m := &Manager{
-		opts:     opts,
-		limits:   opts.Limits.withDefaults(),
-		runtime:  rt,
-		log:      log,
-		idle:     map[target][]sandbox{},
-		starting: map[target]int{},
-		busy:     map[target]int{},
-		returned: make(chan struct{}),
+		opts:         opts,
+		limits:       opts.Limits.withDefaults(),
+		runtime:      rt,
+		runtimeFiles: rtFiles,
+		log:          log,
+		idle:         map[target][]sandbox{},
+		starting:     map[target]int{},
+		busy:         map[target]int{},
+		returned:     make(chan struct{}),
 	}
 	if opts.Level == Production {
 		m.cgroups, m.cgroupErr = cgroup.Host()

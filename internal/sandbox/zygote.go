@@ -19,6 +19,7 @@ import (
 
 	"github.com/codecell/codecell/internal/cgroup"
 	"github.com/codecell/codecell/internal/channel"
+	"github.com/codecell/codecell/internal/runner"
 )
 
 // zygote is a warm fork server: one sandbox (or, in development, one plain
@@ -96,13 +97,20 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		extra = []*os.File{childEnd}
 	case Production:
+		rtFiles, rtSpec, err := memFiles(m.runtimeFiles, 7)
+		if err != nil {
+			childEnd.Close()
+			conn.Close()
+			return nil, fmt.Errorf("runner files: %w", err)
+		}
 		args := bwrapArgs(bwrapSpec{
-			Python:    tg.python,
-			ExtraRO:   m.readOnlyDirs(tg),
-			CtlFD:     3,
-			SeccompFD: 4,
-			BootIDFD:  6,
-			Runtime:   m.runtime,
+			Python:       tg.python,
+			ExtraRO:      m.readOnlyDirs(tg),
+			CtlFD:        3,
+			SeccompFD:    4,
+			BootIDFD:     6,
+			RuntimeFiles: rtSpec,
+			Runtime:      m.runtime,
 			Workspace: workspace,
 			Gen:       m.opts.GenDir,
 			Skills:    tg.skills,
@@ -110,6 +118,7 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 		})
 		seccompFile, err := pipeWith(m.opts.Seccomp)
 		if err != nil {
+			closeAll(rtFiles)
 			childEnd.Close()
 			conn.Close()
 			return nil, fmt.Errorf("seccomp pipe: %w", err)
@@ -119,6 +128,7 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 		sep := slices.Index(args, "--")
 		argsFile, err := pipeWith([]byte(strings.Join(args[:sep], "\x00") + "\x00"))
 		if err != nil {
+			closeAll(rtFiles)
 			childEnd.Close()
 			seccompFile.Close()
 			conn.Close()
@@ -126,13 +136,14 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 		}
 		bootIDFile, err := pipeWith(newBootID())
 		if err != nil {
+			closeAll(rtFiles)
 			childEnd.Close()
 			seccompFile.Close()
 			argsFile.Close()
 			conn.Close()
 			return nil, fmt.Errorf("boot_id pipe: %w", err)
 		}
-		extra = []*os.File{childEnd, seccompFile, argsFile, bootIDFile}
+		extra = append([]*os.File{childEnd, seccompFile, argsFile, bootIDFile}, rtFiles...)
 		cmd = exec.Command(BwrapPath, append([]string{"--args", "5"}, args[sep:]...)...)
 		cmd.Env = minimalEnv
 		cmd.Dir = "/"
@@ -221,6 +232,39 @@ func pipeWith(data []byte) (*os.File, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// memFiles puts each file in a memory file of its own, read from its start,
+// for bubblewrap's --file; the first is the child's descriptor first, the
+// next first+1, and so on.
+func memFiles(files []runner.File, first int) ([]*os.File, []bwrapFile, error) {
+	var out []*os.File
+	var spec []bwrapFile
+	for i, f := range files {
+		fd, err := unix.MemfdCreate("codecell-runner", unix.MFD_CLOEXEC)
+		if err != nil {
+			closeAll(out)
+			return nil, nil, err
+		}
+		mf := os.NewFile(uintptr(fd), "runner-file")
+		out = append(out, mf)
+		if _, err := mf.Write(f.Data); err != nil {
+			closeAll(out)
+			return nil, nil, err
+		}
+		if _, err := mf.Seek(0, 0); err != nil {
+			closeAll(out)
+			return nil, nil, err
+		}
+		spec = append(spec, bwrapFile{Path: f.Path, FD: first + i})
+	}
+	return out, spec, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // HostUser says which host user the sandbox's user maps to: "nobody" when
