@@ -64,10 +64,10 @@ type bwrapSpec struct {
 	// root at RuntimeMount from descriptors rather than bound from Runtime,
 	// so that the sandbox's mount table does not show Runtime's host path.
 	RuntimeFiles []bwrapFile
-	Workspace string   // the workspace, mounted at WorkspaceMount
-	Gen       string   // the generated servers package's directory, mounted at GenMount; "" for none
-	Skills    string   // the namespace's skills directory, mounted at SkillsMount; "" for none
-	TmpSize   int64
+	Workspace    string // the workspace, mounted at WorkspaceMount
+	Gen          string // the generated servers package's directory, mounted at GenMount; "" for none
+	Skills       string // the namespace's skills directory, mounted at SkillsMount; "" for none
+	TmpSize      int64
 }
 
 // bwrapFile is a file bubblewrap writes into the sandbox from a descriptor.

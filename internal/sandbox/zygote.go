@@ -111,10 +111,10 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 			BootIDFD:     6,
 			RuntimeFiles: rtSpec,
 			Runtime:      m.runtime,
-			Workspace: workspace,
-			Gen:       m.opts.GenDir,
-			Skills:    tg.skills,
-			TmpSize:   m.limits.TmpSize,
+			Workspace:    workspace,
+			Gen:          m.opts.GenDir,
+			Skills:       tg.skills,
+			TmpSize:      m.limits.TmpSize,
 		})
 		seccompFile, err := pipeWith(m.opts.Seccomp)
 		if err != nil {
