@@ -44,6 +44,12 @@ var sandboxEnv = [][2]string{
 	// usercustomize) would run in every python subprocess the code starts:
 	// a file fetched into the workspace must not run unasked.
 	{"PYTHONNOUSERSITE", "1"},
+	// The working directory is the workspace too, and python -c and -m
+	// put it first on sys.path: a json.py or pip/ left there would stand
+	// in for the real one in `python3 -m pip` or `python3 -c "import
+	// json"`. Python 3.11 and later leave it (and a script's directory)
+	// off, as the execution's own interpreter does (it runs isolated).
+	{"PYTHONSAFEPATH", "1"},
 	// glibc reserves 64 MiB of address space for each thread's malloc arena,
 	// up to eight per core: under the address-space limit (512 MiB by
 	// default) a dozen threads used it all, and "can't start new thread"

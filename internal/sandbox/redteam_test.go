@@ -72,6 +72,7 @@ var redTeamAttacks = []redTeamAttack{
 	{"persistence/hiding_processes", prodOnly, attackHidingProcesses},
 	{"persistence/posix_shm_and_semaphores", prodOnly, attackPosixShm},
 	{"persistence/session_and_non_session", prodOnly, attackSessionLeftovers},
+	{"persistence/python_startup_files_in_the_workspace", isolatedLevels, attackPythonStartupFiles},
 
 	// The fork server.
 	{"zygote/memory_of_other_processes", prodOnly, attackOtherProcessMemory},
@@ -1087,6 +1088,62 @@ func attackSparse(t *testing.T, a *arena) {
 		t.Errorf("the file on the host is %d bytes, limit %d", info.Size(), DefaultLimits.FileSize)
 	}
 	os.Remove(filepath.Join(a.ws, "sparse"))
+}
+
+// attackPythonStartupFiles plants, in the workspace (HOME and the working
+// directory), every file a python subprocess might run at start-up or
+// import in place of the standard library's: .pth files and usercustomize
+// in the user site, sitecustomize, and modules named after json, pip and
+// site. A later execution's ordinary python subprocesses must run none.
+// (Code that asks for them, with -E or its own environment, gets them.)
+func attackPythonStartupFiles(t *testing.T, a *arena) {
+	plant := py(`import sys
+v = 'python%d.%d' % sys.version_info[:2]
+dirs = ['/workspace', '/workspace/.local/lib/%s/site-packages' % v, '/workspace/.local/lib/python3/site-packages']
+for d in dirs:
+    os.makedirs(d, exist_ok=True)
+    for name, text in (('planted.pth', 'import sys; sys.stderr.write("PLANTED pth\\n")\n'),
+                       ('usercustomize.py', 'import sys; sys.stderr.write("PLANTED usercustomize\\n")\n'),
+                       ('sitecustomize.py', 'import sys; sys.stderr.write("PLANTED sitecustomize\\n")\n')):
+        with open(os.path.join(d, name), 'w') as f:
+            f.write(text)
+for mod in ('json', 'site', 'textwrap', 'runpy', 'encodings'):
+    with open('/workspace/%s.py' % mod, 'w') as f:
+        f.write('import sys; sys.stderr.write("PLANTED %s\\n")\n' % mod)
+os.makedirs('/workspace/pip', exist_ok=True)
+with open('/workspace/pip/__init__.py', 'w') as f:
+    f.write('import sys; sys.stderr.write("PLANTED pip\\n")\n')
+with open('/workspace/pip/__main__.py', 'w') as f:
+    f.write('import sys; sys.stderr.write("PLANTED pip main\\n")\n')
+with open('/workspace/script.py', 'w') as f:
+    f.write('import json, textwrap; print("script ran")\n')
+report['planted'] = True
+`)
+	defer func() {
+		for _, p := range []string{".local", "json.py", "site.py", "textwrap.py", "runpy.py", "encodings.py", "pip", "script.py",
+			"planted.pth", "usercustomize.py", "sitecustomize.py"} {
+			os.RemoveAll(filepath.Join(a.ws, p))
+		}
+	}()
+	var v map[string]any
+	verdictOf(t, a.exec(plant, nil, nil, slack), false, &v)
+	a.settle(t)
+	w := a.report(t, `runs = {}
+for args in (['-c', 'pass'], ['-c', 'import json, textwrap'], ['-m', 'site'], ['-m', 'json.tool', '/dev/null'],
+             ['-m', 'pip', '--version'], ['script.py'], ['-s', '-c', 'pass']):
+    p = subprocess.run([sys.executable] + args, capture_output=True, text=True, cwd='/workspace', timeout=60)
+    runs[' '.join(args)] = p.stderr + p.stdout
+report['runs'] = runs
+`, nil)
+	runs, _ := w["runs"].(map[string]any)
+	if len(runs) == 0 {
+		t.Fatalf("no runs: %v", w)
+	}
+	for args, out := range runs {
+		if strings.Contains(fmt.Sprint(out), "PLANTED") {
+			t.Errorf("python3 %s in a later execution ran a file planted in the workspace: %q", args, out)
+		}
+	}
 }
 
 // --- information leaks -------------------------------------------------------
