@@ -156,14 +156,19 @@ func pythonVersion(ctx context.Context, python string) string {
 // processes together (a cgroup per sandbox) or each process alone.
 func cgroupState(level sandbox.Level, memory int64) string {
 	perProcess := fmt.Sprintf("sandbox.memory (%d MiB) bounds each process's address space alone (RLIMIT_AS), so k processes of one execution can hold k times it", memory>>20)
-	if level != sandbox.Production {
+	if level == sandbox.Development {
 		return fmt.Sprintf("not used at %s isolation: %s", level, perProcess)
 	}
 	h, err := cgroup.Host()
 	if err != nil {
 		return fmt.Sprintf("MEMORY PER PROCESS ONLY: %v; %s, and processes are bounded by RLIMIT_NPROC", err, perProcess)
 	}
-	return fmt.Sprintf("one per sandbox, %s: sandbox.memory (%d MiB) bounds all of a sandbox's processes together (plus %d MiB for its fork server), and each process's address space", h, memory>>20, sandbox.ForkServerMemory>>20)
+	extra := sandbox.ForkServerMemory
+	if level == sandbox.Hardened {
+		extra = sandbox.GVisorMemory
+	}
+	return fmt.Sprintf("one per sandbox, %s: sandbox.memory (%d MiB) bounds all of a sandbox's processes together (plus %d MiB for what runs beside the code at %s isolation), and each process's address space",
+		h, memory>>20, extra>>20, level)
 }
 
 // inactiveKeys lists config keys that are validated but not yet acted on by

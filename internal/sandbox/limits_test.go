@@ -542,10 +542,20 @@ if held == len(kids):
 
 // TestMemoryPerSandbox: five processes of 64 MiB, each under a 128 MiB limit
 // alone, together pass it; with a cgroup per sandbox the kernel kills one
-// and the execution fails with MemoryLimit, and the next execution runs.
-// (Per process, RLIMIT_AS alone, all five held 320 MiB.)
+// (under gVisor, the sentry) and the execution fails with MemoryLimit, and
+// the next execution runs. (Per process, RLIMIT_AS alone, all five held
+// 320 MiB.)
 func TestMemoryPerSandbox(t *testing.T) {
-	m, ws := levelManager(t, Production, Limits{Memory: 128 * mib})
+	for _, level := range isolatedLevels {
+		t.Run(string(level), func(t *testing.T) {
+			t.Parallel()
+			testMemoryPerSandbox(t, level)
+		})
+	}
+}
+
+func testMemoryPerSandbox(t *testing.T, level Level) {
+	m, ws := levelManager(t, level, Limits{Memory: 128 * mib})
 	if perSandbox, how := m.MemoryScope(); !perSandbox {
 		t.Skipf("no cgroup per sandbox on this host: memory is %s", how)
 	}

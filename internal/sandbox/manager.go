@@ -124,7 +124,7 @@ func New(opts Options) (*Manager, error) {
 		busy:         map[target]int{},
 		returned:     make(chan struct{}),
 	}
-	if opts.Level == Production {
+	if opts.Level != Development {
 		m.cgroups, m.cgroupErr = cgroup.Host()
 		if m.cgroupErr != nil {
 			log.Warn("sandbox memory is limited per process only", "reason", m.cgroupErr)
@@ -154,7 +154,7 @@ func (m *Manager) MemoryScope() (perSandbox bool, how string) {
 	switch {
 	case m.cgroups != nil:
 		return true, fmt.Sprintf("per sandbox: all of a sandbox's processes together, in a cgroup of its own (%s), and each process's address space", m.cgroups)
-	case m.opts.Level == Production:
+	case m.opts.Level != Development:
 		return false, fmt.Sprintf("per process only (address space, RLIMIT_AS; n processes may hold n times it): %v", m.cgroupErr)
 	default:
 		return false, fmt.Sprintf("per process only (address space, RLIMIT_AS; n processes may hold n times it): %s isolation makes no cgroup", m.opts.Level)

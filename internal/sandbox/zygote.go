@@ -625,10 +625,16 @@ func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Requ
 		// channel, the fork server gone), the cause is the limit.
 		o.oom = true
 		res.OK = false
-		res.Error = failure(ErrMemoryLimit, "the execution's processes together went past the sandbox's memory limit "+
-			"of %d MiB (sandbox.memory, which bounds all of a sandbox's processes together) and the kernel killed one of them", lim.Memory>>20)
+		res.Error = memoryLimitError(lim)
 	}
 	return o
+}
+
+// memoryLimitError is the error of an execution during which the kernel
+// killed a process of its sandbox for passing the cgroup's memory limit.
+func memoryLimitError(lim Limits) *ExecError {
+	return failure(ErrMemoryLimit, "the execution's processes together went past the sandbox's memory limit "+
+		"of %d MiB (sandbox.memory, which bounds all of a sandbox's processes together) and the kernel killed one of them", lim.Memory>>20)
 }
 
 // oomKills counts the kernel's kills for the sandbox's memory limit; 0
