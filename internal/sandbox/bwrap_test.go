@@ -57,3 +57,27 @@ func TestNewBootID(t *testing.T) {
 		t.Errorf("two sandboxes got the same boot_id %q", a)
 	}
 }
+
+// TestBwrapRuntimeFiles: the runner is written into the sandbox from
+// descriptors, each file after its directory, with the mount points of the
+// servers package and the skills, and never bound from the host (a bind
+// shows its host path in the sandbox's mount table).
+func TestBwrapRuntimeFiles(t *testing.T) {
+	spec := bwrapSpec{Python: "/usr/bin/python3", CtlFD: 3, Runtime: "/data/rt", Workspace: "/data/ws/a", TmpSize: 1 << 20,
+		RuntimeFiles: []bwrapFile{{Path: "codecell_runner.py", FD: 7}, {Path: "codecell/__init__.py", FD: 8}, {Path: "codecell/_rpc.py", FD: 9}}}
+	joined := " " + strings.Join(bwrapArgs(spec), " ") + " "
+	for _, want := range []string{
+		"--perms 0755 --dir /codecell --perms 0444 --file 7 /codecell/codecell_runner.py --perms 0755 --dir /codecell/codecell --perms 0444 --file 8 /codecell/codecell/__init__.py --perms 0444 --file 9 /codecell/codecell/_rpc.py",
+		"--dir /codecell/gen", "--dir /codecell/skills", "--remount-ro /",
+	} {
+		if !strings.Contains(joined, " "+want+" ") {
+			t.Errorf("missing %q in %s", want, joined)
+		}
+	}
+	if strings.Contains(joined, "/data/rt") {
+		t.Errorf("the runner's host directory is bound: %s", joined)
+	}
+	if strings.Index(joined, "--file 9") > strings.Index(joined, "--remount-ro /") {
+		t.Errorf("the runner's files are written after the root is read-only: %s", joined)
+	}
+}
