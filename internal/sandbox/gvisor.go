@@ -49,8 +49,8 @@ const gvisorStopWait = 3 * time.Second
 // side channels. The limits are the rlimits the runner sets inside gVisor's
 // kernel and, where the host gives codecell cgroups, a cgroup per sandbox
 // that codecell makes and starts runsc run in (runsc itself runs with
-// --ignore-cgroups): the sentry's memory, which backs the code's, and its
-// threads are bounded there with the rest of the sandbox's processes.
+// --ignore-cgroups): the sentry's memory, which backs the code's, is bounded
+// there with the rest of the sandbox's processes (memory only: see startGVisor).
 //
 // A gvisor is owned by the pool while idle and by one Exec while busy; kill
 // may be called from any goroutine. Its teardown after a result outlives the
@@ -149,7 +149,11 @@ func (m *Manager) startGVisor(ctx context.Context, tg target) (sandbox, error) {
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	g.cmd.WaitDelay = time.Second
 	if m.cgroups != nil {
-		g.cg, err = m.cgroups.New(cgroup.Limits{Memory: m.limits.Memory + GVisorMemory, Pids: m.limits.Pids + gvisorPids})
+		// No pids limit: the sentry's host threads and systrap's stub
+		// processes do not follow the code's count (the sentry dies for
+		// want of a thread long before the code meets sandbox.pids, which
+		// gVisor's own RLIMIT_NPROC enforces).
+		g.cg, err = m.cgroups.New(cgroup.Limits{Memory: m.limits.Memory + GVisorMemory})
 	}
 	if err == nil && g.cg != nil {
 		err = g.cg.Start(g.cmd)
@@ -350,14 +354,10 @@ func (g *gvisor) kill() {
 	})
 }
 
-// GVisorMemory and gvisorPids are what a hardened sandbox's cgroup allows on
-// top of sandbox.memory and sandbox.pids: runsc run, the gofer, and the
-// sentry's own memory and threads beside the code's (an idle sandbox holds
-// about 35 MiB).
-const (
-	GVisorMemory = 128 << 20
-	gvisorPids   = 128
-)
+// GVisorMemory is what a hardened sandbox's cgroup allows on top of
+// sandbox.memory: runsc run, the gofer, and the sentry's own memory beside
+// the code's (an idle sandbox holds about 35 MiB).
+const GVisorMemory = 128 << 20
 
 // oomKills counts the kernel's kills for the sandbox's memory limit; 0
 // without a cgroup.
