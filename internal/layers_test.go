@@ -35,6 +35,7 @@ var forbidden = map[string][]string{
 	"metrics":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"procdir":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"egress":    {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"cgroup":    {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 }
 
 func TestLayering(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/codecell/codecell/internal/cgroup"
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/seccomp"
@@ -63,7 +64,7 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 		names = append(names, r.Syscall)
 	}
 	fmt.Fprintf(w, "seccomp\t%d rules (denies %s, ...)\n", len(rules), strings.Join(names[:min(6, len(names))], ", "))
-	fmt.Fprintf(w, "cgroups\t%s\n", cgroupState())
+	fmt.Fprintf(w, "cgroups\t%s\n", cgroupState(configured, cfg.Sandbox.Memory))
 	fmt.Fprintf(w, "environments\t%s\n", environmentTools(ctx, cfg.Sandbox.Python))
 	if os.Geteuid() == 0 {
 		fmt.Fprintf(w, "sandbox user on host\tnobody (uid 65534)\n")
@@ -151,14 +152,23 @@ func pythonVersion(ctx context.Context, python string) string {
 	return fmt.Sprintf("%s (Python %s)", python, strings.TrimSpace(string(out)))
 }
 
-func cgroupState() string {
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		return "v2 present (limits use rlimits: address space, processes, CPU, file size, open files)"
+// cgroupState says what sandbox.memory bounds on this host: each sandbox's
+// processes together (a cgroup per sandbox) or each process alone.
+func cgroupState(level sandbox.Level, memory int64) string {
+	perProcess := fmt.Sprintf("sandbox.memory (%d MiB) bounds each process's address space alone (RLIMIT_AS), so k processes of one execution can hold k times it", memory>>20)
+	if level == sandbox.Development {
+		return fmt.Sprintf("not used at %s isolation: %s", level, perProcess)
 	}
-	if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil {
-		return "v1 present (limits use rlimits: address space, processes, CPU, file size, open files)"
+	h, err := cgroup.Host()
+	if err != nil {
+		return fmt.Sprintf("MEMORY PER PROCESS ONLY: %v; %s, and processes are bounded by RLIMIT_NPROC", err, perProcess)
 	}
-	return "none (limits use rlimits)"
+	extra := sandbox.ForkServerMemory
+	if level == sandbox.Hardened {
+		extra = sandbox.GVisorMemory
+	}
+	return fmt.Sprintf("one per sandbox, %s: sandbox.memory (%d MiB) bounds all of a sandbox's processes together (plus %d MiB for what runs beside the code at %s isolation), and each process's address space",
+		h, memory>>20, extra>>20, level)
 }
 
 // inactiveKeys lists config keys that are validated but not yet acted on by

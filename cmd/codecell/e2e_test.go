@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codecell/codecell/internal/cgroup"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/server"
 )
@@ -463,6 +464,14 @@ func TestDoctorAndExec(t *testing.T) {
 	out, code := runCLI(t, "doctor", "--config", cfgPath, "--data-dir", dataDir)
 	if code != 0 || !strings.Contains(out, "isolation production (configured)  ok") {
 		t.Fatalf("doctor exit %d:\n%s", code, out)
+	}
+	// What sandbox.memory bounds here, said plainly either way.
+	if _, err := cgroup.Host(); err == nil {
+		if !strings.Contains(out, "cgroups  ") || !strings.Contains(out, "bounds all of a sandbox's processes together") {
+			t.Errorf("doctor does not say memory is per sandbox:\n%s", out)
+		}
+	} else if !strings.Contains(out, "MEMORY PER PROCESS ONLY") {
+		t.Errorf("doctor does not say memory is per process (%v):\n%s", err, out)
 	}
 	out, code = runCLI(t, "exec", "--config", cfgPath, "--data-dir", dataDir, "-c", "print('hi'); import sys; sys.exit(5)")
 	if code != 5 || !strings.Contains(out, "hi") {

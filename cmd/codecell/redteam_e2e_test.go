@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codecell/codecell/internal/cgroup"
 	"github.com/codecell/codecell/internal/server"
 )
 
@@ -277,4 +278,57 @@ for f in ('/proc/1/cmdline', '/proc/1/environ', '/proc/self/environ', '/proc/sel
 	if found, _ := v["found"].([]any); len(found) > 0 {
 		t.Errorf("the token is readable in the sandbox at %v", found)
 	}
+}
+
+// TestRedTeamMemoryAcrossProcesses: through the whole server, with
+// sandbox.memory at 128 MiB, five processes of 64 MiB each cannot hold their
+// memory at once where the host gives codecell cgroups: the execution fails
+// with MemoryLimit, and the next one runs. It also reads another boot_id
+// than the host's.
+func TestRedTeamMemoryAcrossProcesses(t *testing.T) {
+	requireProduction(t)
+	cs := connectStdio(t, `{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 1, "timeout": "60s", "memory": "128MiB"}}`)
+	t.Run("boot_id", func(t *testing.T) {
+		host, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+		if err != nil {
+			t.Skipf("no boot_id on the host: %v", err)
+		}
+		_, out := call(t, cs, map[string]any{"code": "open('/proc/sys/kernel/random/boot_id').read()"})
+		if !out.OK || out.Result == string(host) || out.Result == "" {
+			t.Errorf("the sandbox's boot_id: %+v (the host's is %q)", out, host)
+		}
+	})
+	t.Run("memory", func(t *testing.T) {
+		if _, err := cgroup.Host(); err != nil {
+			t.Skipf("memory is limited per process here: %v", err)
+		}
+		_, out := call(t, cs, map[string]any{"code": `import os
+kids = []
+for i in range(5):
+    ping_r, ping_w = os.pipe()
+    pong_r, pong_w = os.pipe()
+    if os.fork() == 0:
+        os.close(ping_w); os.close(pong_r)
+        block = b"x" * (64 << 20)
+        while os.read(ping_r, 1):
+            os.write(pong_w, b"1")
+        os._exit(0)
+    os.close(ping_r); os.close(pong_w)
+    kids.append((ping_w, pong_r))
+held = 0
+for ping_w, pong_r in kids:
+    try:
+        os.write(ping_w, b"?")
+        held += os.read(pong_r, 1) == b"1"
+    except OSError:
+        pass
+print("held", held, "of", len(kids))
+`})
+		if out.OK || out.Error == nil || out.Error.Type != "MemoryLimit" || !strings.Contains(out.Error.Message, "128 MiB") {
+			t.Fatalf("five processes of 64 MiB under a 128 MiB limit: %+v", out)
+		}
+		if _, out := call(t, cs, map[string]any{"code": "print(1)"}); !out.OK || out.Stdout != "1\n" {
+			t.Fatalf("the next execution: %+v", out)
+		}
+	})
 }

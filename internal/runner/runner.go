@@ -105,8 +105,36 @@ func contentHash() (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), err
 }
 
-// File returns one of the embedded Python files by its path in the
+// ReadFile returns one of the embedded Python files by its path in the
 // installed directory ("codecell/__init__.py").
-func File(name string) ([]byte, error) {
+func ReadFile(name string) ([]byte, error) {
 	return files.ReadFile("python/" + name)
+}
+
+// File is one of the runner's files: its path relative to the install's
+// directory, and its content.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// Files returns the runner's files, in the layout Install writes (without
+// its empty mount-point directories, GenDir and SkillsDir), for a sandbox
+// that is given copies rather than a bind of the install: a bind shows the
+// install's host path in the sandbox's mount table.
+func Files() ([]File, error) {
+	var out []File
+	err := fs.WalkDir(files, "python", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := files.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("python", path)
+		out = append(out, File{Path: rel, Data: data})
+		return nil
+	})
+	return out, err
 }

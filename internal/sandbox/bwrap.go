@@ -1,6 +1,9 @@
 package sandbox
 
 import (
+	"crypto/rand"
+	"fmt"
+	"path"
 	"strconv"
 )
 
@@ -41,6 +44,12 @@ var sandboxEnv = [][2]string{
 	// usercustomize) would run in every python subprocess the code starts:
 	// a file fetched into the workspace must not run unasked.
 	{"PYTHONNOUSERSITE", "1"},
+	// The working directory is the workspace too, and python -c and -m
+	// put it first on sys.path: a json.py or pip/ left there would stand
+	// in for the real one in `python3 -m pip` or `python3 -c "import
+	// json"`. Python 3.11 and later leave it (and a script's directory)
+	// off, as the execution's own interpreter does (it runs isolated).
+	{"PYTHONSAFEPATH", "1"},
 	// glibc reserves 64 MiB of address space for each thread's malloc arena,
 	// up to eight per core: under the address-space limit (512 MiB by
 	// default) a dozen threads used it all, and "can't start new thread"
@@ -55,11 +64,22 @@ type bwrapSpec struct {
 	ExtraRO   []string // host directories to expose read-only at the same path
 	CtlFD     int      // control socket of the zygote
 	SeccompFD int      // compiled seccomp program; 0 means none
-	Runtime   string   // directory with the runner, mounted at RuntimeMount
-	Workspace string   // the workspace, mounted at WorkspaceMount
-	Gen       string   // the generated servers package's directory, mounted at GenMount; "" for none
-	Skills    string   // the namespace's skills directory, mounted at SkillsMount; "" for none
-	TmpSize   int64
+	BootIDFD  int      // the sandbox's own boot_id (see newBootID), shown in place of the host's; 0 means none
+	Runtime   string   // directory with the runner, mounted at RuntimeMount when RuntimeFiles is empty
+	// RuntimeFiles are the runner's files, copied into the sandbox's own
+	// root at RuntimeMount from descriptors rather than bound from Runtime,
+	// so that the sandbox's mount table does not show Runtime's host path.
+	RuntimeFiles []bwrapFile
+	Workspace    string // the workspace, mounted at WorkspaceMount
+	Gen          string // the generated servers package's directory, mounted at GenMount; "" for none
+	Skills       string // the namespace's skills directory, mounted at SkillsMount; "" for none
+	TmpSize      int64
+}
+
+// bwrapFile is a file bubblewrap writes into the sandbox from a descriptor.
+type bwrapFile struct {
+	Path string // relative to RuntimeMount
+	FD   int
 }
 
 // etcFiles are the few host files Python and common libraries read; the rest
@@ -109,10 +129,40 @@ func bwrapArgs(s bwrapSpec) []string {
 		// the second line of defence against global sysctls such as
 		// kernel.core_pattern, which the kernel runs as host root.
 		"--ro-bind", "/proc/sys", "/proc/sys",
+	)
+	if s.BootIDFD > 0 {
+		// The host's boot_id names the machine and its boot: code in two
+		// sandboxes (or two executions a reboot apart) could tell whether
+		// they share a host. Each sandbox reads one of its own.
+		a = append(a, "--ro-bind-data", fd(s.BootIDFD), "/proc/sys/kernel/random/boot_id")
+	}
+	a = append(a,
 		"--dev", "/dev",
 		"--size", size, "--tmpfs", "/tmp",
 		"--size", size, "--tmpfs", "/dev/shm",
-		"--ro-bind", s.Runtime, RuntimeMount,
+	)
+	if len(s.RuntimeFiles) > 0 {
+		// Read-only once the root is remounted so (below); the mount
+		// points of Gen and Skills are made here, as Install makes them.
+		a = append(a, "--perms", "0755", "--dir", RuntimeMount)
+		made := map[string]bool{RuntimeMount: true}
+		for _, f := range s.RuntimeFiles {
+			dest := path.Join(RuntimeMount, f.Path)
+			var dirs []string // parents not made yet, innermost first
+			for dir := path.Dir(dest); !made[dir]; dir = path.Dir(dir) {
+				made[dir] = true
+				dirs = append(dirs, dir)
+			}
+			for i := len(dirs) - 1; i >= 0; i-- {
+				a = append(a, "--perms", "0755", "--dir", dirs[i])
+			}
+			a = append(a, "--perms", "0444", "--file", fd(f.FD), dest)
+		}
+		a = append(a, "--perms", "0755", "--dir", GenMount, "--perms", "0755", "--dir", SkillsMount)
+	} else {
+		a = append(a, "--ro-bind", s.Runtime, RuntimeMount)
+	}
+	a = append(a,
 		"--bind", s.Workspace, WorkspaceMount,
 		"--chdir", WorkspaceMount,
 		"--clearenv",
@@ -148,4 +198,14 @@ func bwrapArgs(s bwrapSpec) []string {
 		a = append(a, "--gen", GenMount)
 	}
 	return a
+}
+
+// newBootID is a random boot_id as the kernel writes it: a version 4 UUID
+// and a newline.
+func newBootID() []byte {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Appendf(nil, "%x-%x-%x-%x-%x\n", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

@@ -27,10 +27,13 @@
 // system calls (production), bugs in gVisor (hardened), CPU and memory side
 // channels, and anything at all in development. The limits bound resource
 // use per execution; they do not stop code from using what they allow.
-// Memory is bounded per process (RLIMIT_AS), not per sandbox, and memory
-// files written but never mapped escape it. In production every sandbox's
-// user is the same host user, so per-user kernel limits (inotify
-// instances) are shared by the sandboxes running at once; /proc shows the
-// host paths of the mounts and the host's boot_id.
+// Memory is bounded per sandbox (all its processes, memory files included)
+// only where the host gives codecell a cgroup (package cgroup); elsewhere
+// per process (RLIMIT_AS), and memory files written but never mapped escape
+// it. In production every sandbox's user is the same host user, so per-user
+// kernel limits (inotify instances) are shared by the sandboxes running at
+// once; /proc/self/mountinfo shows, for each directory bound in (the
+// workspace unless it is an image, the skills, the servers package), its
+// path within its filesystem. Each sandbox has a boot_id of its own.
 // The package knows nothing of MCP.
 package sandbox

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/codecell/codecell/internal/cgroup"
 	"github.com/codecell/codecell/internal/channel"
 	"github.com/codecell/codecell/internal/seccomp"
 )
@@ -46,8 +47,10 @@ const gvisorStopWait = 3 * time.Second
 //
 // What this does not protect against: bugs in gVisor's sentry and gofer, and
 // side channels. The limits are the rlimits the runner sets inside gVisor's
-// kernel; runsc runs with --ignore-cgroups, so the sentry's own memory and
-// threads are not in a cgroup of their own.
+// kernel and, where the host gives codecell cgroups, a cgroup per sandbox
+// that codecell makes and starts runsc run in (runsc itself runs with
+// --ignore-cgroups): the sentry's memory, which backs the code's, is bounded
+// there with the rest of the sandbox's processes (memory only: see startGVisor).
 //
 // A gvisor is owned by the pool while idle and by one Exec while busy; kill
 // may be called from any goroutine. Its teardown after a result outlives the
@@ -67,6 +70,11 @@ type gvisor struct {
 	forced   atomic.Bool // runsc run was killed, so it may have left state behind
 	stopOnce sync.Once
 	killOnce sync.Once
+
+	// cg holds runsc run and what it starts (the sentry, whose memory
+	// file backs the code's memory, and the gofer); nil where the host has
+	// no cgroup for it.
+	cg *cgroup.Group
 }
 
 // startGVisor starts a hardened sandbox for workspace and waits until its
@@ -140,12 +148,26 @@ func (m *Manager) startGVisor(ctx context.Context, tg target) (sandbox, error) {
 	// a session of its own but dies with runsc run (it is started attached).
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	g.cmd.WaitDelay = time.Second
-	err = g.cmd.Start()
+	if m.cgroups != nil {
+		// No pids limit: the sentry's host threads and systrap's stub
+		// processes do not follow the code's count (the sentry dies for
+		// want of a thread long before the code meets sandbox.pids, which
+		// gVisor's own RLIMIT_NPROC enforces).
+		g.cg, err = m.cgroups.New(cgroup.Limits{Memory: m.limits.Memory + GVisorMemory})
+	}
+	if err == nil && g.cg != nil {
+		err = g.cg.Start(g.cmd)
+	} else if err == nil {
+		err = g.cmd.Start()
+	}
 	inR.Close()
 	outW.Close()
 	if err != nil {
 		inW.Close()
 		outR.Close()
+		if g.cg != nil {
+			g.cg.Close()
+		}
 		os.RemoveAll(g.bundle)
 		return nil, fmt.Errorf("start hardened sandbox: %w", err)
 	}
@@ -326,7 +348,24 @@ func (g *gvisor) kill() {
 			}
 		}
 		os.RemoveAll(g.bundle)
+		if g.cg != nil {
+			g.cg.Close()
+		}
 	})
+}
+
+// GVisorMemory is what a hardened sandbox's cgroup allows on top of
+// sandbox.memory: runsc run, the gofer, and the sentry's own memory beside
+// the code's (an idle sandbox holds about 35 MiB).
+const GVisorMemory = 128 << 20
+
+// oomKills counts the kernel's kills for the sandbox's memory limit; 0
+// without a cgroup.
+func (g *gvisor) oomKills() uint64 {
+	if g.cg == nil {
+		return 0
+	}
+	return g.cg.OOMKills()
 }
 
 // stateFiles lists what runsc keeps for the container under its root; runsc
@@ -351,6 +390,15 @@ func (g *gvisor) stateFiles() []string {
 // never reusable.
 func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result, release func(reusable bool)) {
 	x := newExchange(lim, req)
+	oomBefore := g.oomKills()
+	defer func() {
+		// The kernel kills the sentry (the sandbox's biggest process): the
+		// code sees nothing, and runsc reports a killed container.
+		if g.oomKills() > oomBefore && ctx.Err() == nil {
+			res.OK = false
+			res.Error = memoryLimitError(lim)
+		}
+	}()
 	callCtx, cancelCalls := context.WithCancel(ctx)
 	defer func() {
 		cancelCalls()

@@ -51,7 +51,7 @@ func TestGVisorSpec(t *testing.T) {
 		{"runner in one-shot mode", spec.Process.Args, []string{"/usr/bin/python3", "-I", "-B", "/codecell/codecell_runner.py", "--oneshot"}},
 		{"working directory", spec.Process.Cwd, WorkspaceMount},
 		{"environment", spec.Process.Env, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "TMPDIR=/tmp", "LANG=C.UTF-8", "PYTHONUNBUFFERED=1", "MPLBACKEND=Agg",
-			"XDG_CACHE_HOME=/tmp/.cache", "MPLCONFIGDIR=/tmp/.matplotlib", "PYTHONNOUSERSITE=1", "MALLOC_ARENA_MAX=2"}},
+			"XDG_CACHE_HOME=/tmp/.cache", "MPLCONFIGDIR=/tmp/.matplotlib", "PYTHONNOUSERSITE=1", "PYTHONSAFEPATH=1", "MALLOC_ARENA_MAX=2"}},
 		{"rlimits", spec.Process.Rlimits, []ociRlimit{{Type: "RLIMIT_CORE"}, {Type: "RLIMIT_NOFILE", Hard: 100, Soft: 100}}},
 		{"hostname", spec.Hostname, "codecell"},
 		{"namespaces", toJSON(spec.Linux.Namespaces), `[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]`},

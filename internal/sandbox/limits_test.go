@@ -507,3 +507,67 @@ func TestThreadLimitNamed(t *testing.T) {
 		})
 	}
 }
+
+// memoryHogs is code whose processes hold n times each MiB, every one well
+// under the memory limit alone: each child answers a ping once its memory is
+// written (so resident), and one the kernel killed answers with the end of
+// its pipe. It prints "all held" only if all of them held theirs at once.
+func memoryHogs(n, each int) string {
+	return fmt.Sprintf(`
+import os
+kids = []
+for i in range(%d):
+    ping_r, ping_w = os.pipe()
+    pong_r, pong_w = os.pipe()
+    if os.fork() == 0:
+        os.close(ping_w); os.close(pong_r)
+        block = b"x" * (%d << 20)
+        while os.read(ping_r, 1):
+            os.write(pong_w, b"1")
+        os._exit(0)
+    os.close(ping_r); os.close(pong_w)
+    kids.append((ping_w, pong_r))
+held = 0
+for ping_w, pong_r in kids:
+    try:
+        os.write(ping_w, b"?")
+        held += os.read(pong_r, 1) == b"1"
+    except OSError:
+        pass
+print("held", held, "of", len(kids))
+if held == len(kids):
+    print("all held")
+`, n, each)
+}
+
+// TestMemoryPerSandbox: five processes of 64 MiB, each under a 128 MiB limit
+// alone, together pass it; with a cgroup per sandbox the kernel kills one
+// (under gVisor, the sentry) and the execution fails with MemoryLimit, and
+// the next execution runs. (Per process, RLIMIT_AS alone, all five held
+// 320 MiB.)
+func TestMemoryPerSandbox(t *testing.T) {
+	for _, level := range isolatedLevels {
+		t.Run(string(level), func(t *testing.T) {
+			t.Parallel()
+			testMemoryPerSandbox(t, level)
+		})
+	}
+}
+
+func testMemoryPerSandbox(t *testing.T, level Level) {
+	m, ws := levelManager(t, level, Limits{Memory: 128 * mib})
+	if perSandbox, how := m.MemoryScope(); !perSandbox {
+		t.Skipf("no cgroup per sandbox on this host: memory is %s", how)
+	}
+	r := exec1(t, m, ws, memoryHogs(5, 64), slack)
+	if strings.Contains(r.Stdout, "all held") {
+		t.Fatalf("five processes held 5 x 64 MiB under a 128 MiB sandbox limit: %q", r.Stdout)
+	}
+	wantError(t, r, ErrMemoryLimit, "together")
+	assertHealthy(t, m, ws)
+	// Under the limit, the same code runs to its end.
+	r = exec1(t, m, ws, memoryHogs(2, 32), slack)
+	if !r.OK || !strings.Contains(r.Stdout, "all held") {
+		t.Fatalf("two processes of 32 MiB under a 128 MiB limit: ok=%v stdout=%q error=%+v", r.OK, r.Stdout, r.Error)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/codecell/codecell/internal/cgroup"
 	"github.com/codecell/codecell/internal/runner"
 )
 
@@ -39,9 +40,17 @@ type Options struct {
 type Manager struct {
 	opts    Options
 	limits  Limits
-	runtime string   // installed runner directory
-	extraRO []string // host directories to expose read-only (Python outside /usr)
-	log     *slog.Logger
+	runtime string // installed runner directory
+	// runtimeFiles are the runner's files, which production copies into
+	// each sandbox (see bwrapSpec.RuntimeFiles).
+	runtimeFiles []runner.File
+	extraRO      []string // host directories to expose read-only (Python outside /usr)
+	log          *slog.Logger
+	// cgroups is where each production sandbox gets a cgroup of its own;
+	// nil when the host has none for codecell (cgroupErr says why), and
+	// memory is then bounded per process only.
+	cgroups   *cgroup.Hierarchy
+	cgroupErr error
 
 	mu       sync.Mutex // guards the fields below
 	idle     map[target][]sandbox
@@ -100,15 +109,26 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	rtFiles, err := runner.Files()
+	if err != nil {
+		return nil, err
+	}
 	m := &Manager{
-		opts:     opts,
-		limits:   opts.Limits.withDefaults(),
-		runtime:  rt,
-		log:      log,
-		idle:     map[target][]sandbox{},
-		starting: map[target]int{},
-		busy:     map[target]int{},
-		returned: make(chan struct{}),
+		opts:         opts,
+		limits:       opts.Limits.withDefaults(),
+		runtime:      rt,
+		runtimeFiles: rtFiles,
+		log:          log,
+		idle:         map[target][]sandbox{},
+		starting:     map[target]int{},
+		busy:         map[target]int{},
+		returned:     make(chan struct{}),
+	}
+	if opts.Level != Development {
+		m.cgroups, m.cgroupErr = cgroup.Host()
+		if m.cgroupErr != nil {
+			log.Warn("sandbox memory is limited per process only", "reason", m.cgroupErr)
+		}
 	}
 	if m.HostUser() == "nobody" && opts.Level == Production && !Reachable(rt) {
 		return nil, errUnreachable(rt)
@@ -125,6 +145,21 @@ func (m *Manager) Level() Level { return m.opts.Level }
 
 // Limits returns the limits in force.
 func (m *Manager) Limits() Limits { return m.limits }
+
+// MemoryScope says what Limits.Memory bounds here: every process of a
+// sandbox together (a cgroup of its own), or each process's address space
+// alone (no cgroup; the reason is given), in which case n processes may hold
+// n times the limit.
+func (m *Manager) MemoryScope() (perSandbox bool, how string) {
+	switch {
+	case m.cgroups != nil:
+		return true, fmt.Sprintf("per sandbox: all of a sandbox's processes together, in a cgroup of its own (%s), and each process's address space", m.cgroups)
+	case m.opts.Level != Development:
+		return false, fmt.Sprintf("per process only (address space, RLIMIT_AS; n processes may hold n times it): %v", m.cgroupErr)
+	default:
+		return false, fmt.Sprintf("per process only (address space, RLIMIT_AS; n processes may hold n times it): %s isolation makes no cgroup", m.opts.Level)
+	}
+}
 
 // Exec runs one execution. Everything that can go wrong with the code or the
 // sandbox is reported in the Result, never as a panic or a lost server.

@@ -72,6 +72,7 @@ var redTeamAttacks = []redTeamAttack{
 	{"persistence/hiding_processes", prodOnly, attackHidingProcesses},
 	{"persistence/posix_shm_and_semaphores", prodOnly, attackPosixShm},
 	{"persistence/session_and_non_session", prodOnly, attackSessionLeftovers},
+	{"persistence/python_startup_files_in_the_workspace", isolatedLevels, attackPythonStartupFiles},
 
 	// The fork server.
 	{"zygote/memory_of_other_processes", prodOnly, attackOtherProcessMemory},
@@ -110,6 +111,7 @@ var redTeamAttacks = []redTeamAttack{
 	{"exhaustion/zombies", isolatedLevels, attackZombies},
 	{"exhaustion/mmap_past_the_limit", isolatedLevels, attackMmap},
 	{"exhaustion/memfd_past_the_limit", isolatedLevels, attackMemfd},
+	{"exhaustion/memory_in_many_processes", isolatedLevels, attackManyProcesses},
 	{"exhaustion/sparse_files", isolatedLevels, attackSparse},
 
 	// Information leaks.
@@ -1024,10 +1026,13 @@ report['mmap 64 GiB, no reserve'] = 'ok' if p not in (None, ctypes.c_void_p(-1).
 }
 
 // attackMemfd holds memory the address-space limit does not count: the
-// pages of memory files written with write(2), never mapped.
+// pages of memory files written with write(2), never mapped. A sandbox's
+// cgroup counts them: the kernel stops the execution with MemoryLimit.
 func attackMemfd(t *testing.T, a *arena) {
-	held := int64(600 << 20)
-	v := a.report(t, `chunk = b'x' * (1 << 20)
+	// Past the limit and past what a sandbox's cgroup allows beside it
+	// (ForkServerMemory, GVisorMemory).
+	held := int64(800 << 20)
+	code := py(`chunk = b'x' * (1 << 20)
 fds, n = [], 0
 try:
     while n < HELD >> 20:
@@ -1038,11 +1043,36 @@ try:
 except (OSError, MemoryError) as e:
     report['error'] = errname(e)
 report['held'] = n << 20
-`, map[string]any{"HELD": held})
-	if got := int64(v["held"].(float64)); got > DefaultLimits.Memory {
-		t.Skipf("known gap: memory is limited per process (RLIMIT_AS), not per sandbox (no cgroup yet): "+
-			"one process held %d MiB of memory files past its %d MiB limit (issue #14)", got>>20, DefaultLimits.Memory>>20)
+`)
+	r := a.exec(code, map[string]any{"HELD": held}, nil, slack)
+	if r.Error != nil && r.Error.Type == ErrMemoryLimit {
+		return
 	}
+	var v map[string]any
+	verdictOf(t, r, false, &v)
+	if got := int64(v["held"].(float64)); got > DefaultLimits.Memory+GVisorMemory {
+		if perSandbox, how := a.m.MemoryScope(); !perSandbox {
+			t.Skipf("known gap where there is no cgroup: memory is limited %s; one process held %d MiB of memory files past its %d MiB limit",
+				how, got>>20, DefaultLimits.Memory>>20)
+		}
+		t.Errorf("one process held %d MiB of memory files past the sandbox's %d MiB limit", got>>20, DefaultLimits.Memory>>20)
+	}
+}
+
+// attackManyProcesses holds memory in several processes, each under the
+// limit alone (issue #14: five held 398 MiB with a 128 MiB limit).
+func attackManyProcesses(t *testing.T, a *arena) {
+	r := a.exec(memoryHogs(6, 128), nil, nil, slack)
+	if r.Error != nil && r.Error.Type == ErrMemoryLimit {
+		return
+	}
+	if strings.Contains(r.Stdout, "all held") {
+		if perSandbox, how := a.m.MemoryScope(); !perSandbox {
+			t.Skipf("known gap where there is no cgroup: memory is limited %s; six processes held 6 x 128 MiB under a %d MiB limit", how, DefaultLimits.Memory>>20)
+		}
+		t.Fatalf("six processes held 6 x 128 MiB under a %d MiB sandbox limit", DefaultLimits.Memory>>20)
+	}
+	t.Fatalf("want MemoryLimit, got ok=%v error=%+v stdout=%q", r.OK, r.Error, r.Stdout)
 }
 
 func attackSparse(t *testing.T, a *arena) {
@@ -1059,18 +1089,84 @@ func attackSparse(t *testing.T, a *arena) {
 	os.Remove(filepath.Join(a.ws, "sparse"))
 }
 
+// attackPythonStartupFiles plants, in the workspace (HOME and the working
+// directory), every file a python subprocess might run at start-up or
+// import in place of the standard library's: .pth files and usercustomize
+// in the user site, sitecustomize, and modules named after json, pip and
+// site. A later execution's ordinary python subprocesses must run none.
+// (Code that asks for them, with -E or its own environment, gets them.)
+func attackPythonStartupFiles(t *testing.T, a *arena) {
+	plant := py(`import sys
+v = 'python%d.%d' % sys.version_info[:2]
+dirs = ['/workspace', '/workspace/.local/lib/%s/site-packages' % v, '/workspace/.local/lib/python3/site-packages']
+for d in dirs:
+    os.makedirs(d, exist_ok=True)
+    for name, text in (('planted.pth', 'import sys; sys.stderr.write("PLANTED pth\\n")\n'),
+                       ('usercustomize.py', 'import sys; sys.stderr.write("PLANTED usercustomize\\n")\n'),
+                       ('sitecustomize.py', 'import sys; sys.stderr.write("PLANTED sitecustomize\\n")\n')):
+        with open(os.path.join(d, name), 'w') as f:
+            f.write(text)
+for mod in ('json', 'site', 'textwrap', 'runpy', 'encodings'):
+    with open('/workspace/%s.py' % mod, 'w') as f:
+        f.write('import sys; sys.stderr.write("PLANTED %s\\n")\n' % mod)
+os.makedirs('/workspace/pip', exist_ok=True)
+with open('/workspace/pip/__init__.py', 'w') as f:
+    f.write('import sys; sys.stderr.write("PLANTED pip\\n")\n')
+with open('/workspace/pip/__main__.py', 'w') as f:
+    f.write('import sys; sys.stderr.write("PLANTED pip main\\n")\n')
+with open('/workspace/script.py', 'w') as f:
+    f.write('import json, textwrap; print("script ran")\n')
+report['planted'] = True
+`)
+	defer func() {
+		for _, p := range []string{".local", "json.py", "site.py", "textwrap.py", "runpy.py", "encodings.py", "pip", "script.py",
+			"planted.pth", "usercustomize.py", "sitecustomize.py"} {
+			os.RemoveAll(filepath.Join(a.ws, p))
+		}
+	}()
+	var v map[string]any
+	verdictOf(t, a.exec(plant, nil, nil, slack), false, &v)
+	a.settle(t)
+	w := a.report(t, `runs = {}
+for args in (['-c', 'pass'], ['-c', 'import json, textwrap'], ['-m', 'site'], ['-m', 'json.tool', '/dev/null'],
+             ['-m', 'pip', '--version'], ['script.py'], ['-s', '-c', 'pass']):
+    p = subprocess.run([sys.executable] + args, capture_output=True, text=True, cwd='/workspace', timeout=60)
+    runs[' '.join(args)] = p.stderr + p.stdout
+report['runs'] = runs
+`, nil)
+	runs, _ := w["runs"].(map[string]any)
+	if len(runs) == 0 {
+		t.Fatalf("no runs: %v", w)
+	}
+	for args, out := range runs {
+		if strings.Contains(fmt.Sprint(out), "PLANTED") {
+			t.Errorf("python3 %s in a later execution ran a file planted in the workspace: %q", args, out)
+		}
+	}
+}
+
 // --- information leaks -------------------------------------------------------
 
-func attackMountinfo(t *testing.T, a *arena) {
-	v := a.report(t, `for p in ('/proc/self/mountinfo', '/proc/self/mounts', '/proc/1/mountinfo'):
+// mountTables is code that reports the sandbox's mount tables.
+const mountTables = `for p in ('/proc/self/mountinfo', '/proc/self/mounts', '/proc/1/mountinfo'):
     try:
         report[p] = open(p).read()
     except OSError as e:
         report[p] = errname(e)
-`, nil)
-	text := toJSON(v)
+`
+
+// attackMountinfo: the mount table shows, for each bind, the source's path
+// within its filesystem. The runner is copied in, not bound, so the state
+// directory never shows; a workspace shows its host path unless it is a
+// filesystem of its own (an image, TestMountinfoWorkspaceOfItsOwn), which
+// this test's plain directory is not.
+func attackMountinfo(t *testing.T, a *arena) {
+	text := toJSON(a.report(t, mountTables, nil))
+	if strings.Contains(text, a.m.opts.StateDir) {
+		t.Errorf("the state directory %s (the runner's place) is in the sandbox's mount table", a.m.opts.StateDir)
+	}
 	var seen []string
-	for _, p := range []string{a.m.opts.StateDir, a.ws, filepath.Dir(a.ws)} {
+	for _, p := range []string{a.ws, filepath.Dir(a.ws)} {
 		if strings.Contains(text, p) {
 			seen = append(seen, p)
 		}
@@ -1078,10 +1174,51 @@ func attackMountinfo(t *testing.T, a *arena) {
 	if len(seen) == 0 {
 		return
 	}
-	if a.level == Production {
-		t.Skipf("known gap: /proc/self/mountinfo shows the host paths of the directories bubblewrap binds (the data dir's place, the namespace's name): %v (issue #14)", seen)
+	if a.level == Production && !ownFilesystem(a.ws) {
+		t.Skipf("known gap: /proc/self/mountinfo shows the path of a bound directory within its filesystem, here a plain workspace directory: %v; "+
+			"a workspace image, or a data dir on a filesystem of its own, shows none (issue #14)", seen)
 	}
 	t.Errorf("host paths in the sandbox's mount table: %v", seen)
+}
+
+// ownFilesystem reports whether dir is the root of a filesystem (a mount of
+// its own, not a directory within its parent's).
+func ownFilesystem(dir string) bool {
+	var st, parent syscall.Stat_t
+	if syscall.Stat(dir, &st) != nil || syscall.Stat(filepath.Dir(dir), &parent) != nil {
+		return false
+	}
+	return st.Dev != parent.Dev
+}
+
+// TestMountinfoWorkspaceOfItsOwn: with the workspace a filesystem of its
+// own, as a workspace image is, the sandbox's mount table shows nothing of
+// the host's paths: not the workspace's, not the data dir's (the runner is
+// copied in). The workspace here is a tmpfs, which needs root to mount.
+func TestMountinfoWorkspaceOfItsOwn(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a filesystem for the workspace needs root")
+	}
+	m, _ := newTestManager(t, Production, Limits{}, 0)
+	ws := filepath.Join(reachableTempDir(t), "ns-secret-name", "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", ws, "tmpfs", 0, "size=1m,mode=0700"); err != nil {
+		t.Skipf("cannot mount a tmpfs for the workspace: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(ws, syscall.MNT_DETACH) })
+	var v map[string]any
+	verdict(t, m, ws, py(mountTables), nil, false, &v)
+	text := toJSON(v)
+	if !strings.Contains(text, WorkspaceMount) {
+		t.Fatalf("no %s in the mount table: the test proves nothing: %.300s", WorkspaceMount, text)
+	}
+	for _, p := range []string{filepath.Dir(filepath.Dir(ws)), m.opts.StateDir, "ns-secret-name"} {
+		if strings.Contains(text, p) {
+			t.Errorf("the sandbox's mount table shows %s", p)
+		}
+	}
 }
 
 func attackBootID(t *testing.T, a *arena) {
@@ -1094,13 +1231,30 @@ func attackBootID(t *testing.T, a *arena) {
 except OSError as e:
     report['boot_id'] = errname(e)
 `, nil)
-	if v["boot_id"] != string(host) {
+	if v["boot_id"] == string(host) {
+		t.Fatalf("the sandbox reads the host's boot_id %s", strings.TrimSpace(string(host)))
+	}
+	if a.level != Production {
 		return
 	}
-	if a.level == Production {
-		t.Skipf("known gap: the sandbox reads the host's boot_id (%s), which identifies the machine (so do /proc/stat's btime and /proc/uptime) (issue #14)", strings.TrimSpace(string(host)))
+	// Another sandbox reads another, so code cannot tell whether two
+	// sandboxes share a host: a session holds one sandbox while a plain
+	// execution runs in a second.
+	sess, err := a.m.OpenSession(context.Background(), Request{Workspace: a.ws})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Errorf("the sandbox reads the host's boot_id")
+	defer sess.Close()
+	read := py(`report['boot_id'] = open('/proc/sys/kernel/random/boot_id').read()`)
+	var in, out map[string]any
+	verdictOf(t, sess.Exec(context.Background(), Request{Workspace: a.ws, Code: read, Timeout: slack}), false, &in)
+	verdictOf(t, a.exec(read, nil, nil, slack), false, &out)
+	if in["zygote"] == out["zygote"] {
+		t.Fatalf("the session and the execution ran in one sandbox (%v): the test proves nothing", in["zygote"])
+	}
+	if in["boot_id"] == out["boot_id"] || in["boot_id"] == string(host) {
+		t.Errorf("two sandboxes read boot_ids %q and %q (the host's is %q)", in["boot_id"], out["boot_id"], host)
+	}
 }
 
 func attackHostUnixSockets(t *testing.T, a *arena) {

@@ -31,6 +31,12 @@ var isolatedLevels = []Level{Production, Hardened}
 func verdict(t *testing.T, m *Manager, ws, code string, ctx map[string]any, mayFail bool, v any) *Result {
 	t.Helper()
 	r := m.Exec(context.Background(), Request{Workspace: ws, Code: code, Context: ctx, Timeout: slack})
+	return verdictOf(t, r, mayFail, v)
+}
+
+// verdictOf is verdict for an execution already run.
+func verdictOf(t *testing.T, r *Result, mayFail bool, v any) *Result {
+	t.Helper()
 	if !r.OK && !mayFail {
 		t.Fatalf("the code failed: %+v\nstdout %s", r.Error, tail(r.Stdout))
 	}

@@ -17,7 +17,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/codecell/codecell/internal/cgroup"
 	"github.com/codecell/codecell/internal/channel"
+	"github.com/codecell/codecell/internal/runner"
 )
 
 // zygote is a warm fork server: one sandbox (or, in development, one plain
@@ -31,6 +33,9 @@ type zygote struct {
 	msgs  chan ctlMsg   // from the zygote; closed when the control socket ends
 	done  chan struct{} // closed when the process has been waited for
 	once  sync.Once
+	// cg holds every process of the sandbox (bubblewrap, the fork server,
+	// each execution's); nil where the host has no cgroup for it.
+	cg *cgroup.Group
 }
 
 // ctlMsg is a message on the control socket.
@@ -48,6 +53,15 @@ type ctlMsg struct {
 
 // startTimeout bounds how long a sandbox may take to report ready.
 const startTimeout = 20 * time.Second
+
+// ForkServerMemory and forkServerPids are what a sandbox's cgroup allows on
+// top of sandbox.memory and sandbox.pids for what is there before the code:
+// bubblewrap and the fork server (an idle one holds about 15 MiB of its own;
+// the rest is room for the page cache of what it imported).
+const (
+	ForkServerMemory = 32 << 20
+	forkServerPids   = 8
+)
 
 // startZygote starts a fork server for workspace and waits until it is ready.
 func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
@@ -83,19 +97,28 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		extra = []*os.File{childEnd}
 	case Production:
+		rtFiles, rtSpec, err := memFiles(m.runtimeFiles, 7)
+		if err != nil {
+			childEnd.Close()
+			conn.Close()
+			return nil, fmt.Errorf("runner files: %w", err)
+		}
 		args := bwrapArgs(bwrapSpec{
-			Python:    tg.python,
-			ExtraRO:   m.readOnlyDirs(tg),
-			CtlFD:     3,
-			SeccompFD: 4,
-			Runtime:   m.runtime,
-			Workspace: workspace,
-			Gen:       m.opts.GenDir,
-			Skills:    tg.skills,
-			TmpSize:   m.limits.TmpSize,
+			Python:       tg.python,
+			ExtraRO:      m.readOnlyDirs(tg),
+			CtlFD:        3,
+			SeccompFD:    4,
+			BootIDFD:     6,
+			RuntimeFiles: rtSpec,
+			Runtime:      m.runtime,
+			Workspace:    workspace,
+			Gen:          m.opts.GenDir,
+			Skills:       tg.skills,
+			TmpSize:      m.limits.TmpSize,
 		})
 		seccompFile, err := pipeWith(m.opts.Seccomp)
 		if err != nil {
+			closeAll(rtFiles)
 			childEnd.Close()
 			conn.Close()
 			return nil, fmt.Errorf("seccomp pipe: %w", err)
@@ -105,12 +128,22 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 		sep := slices.Index(args, "--")
 		argsFile, err := pipeWith([]byte(strings.Join(args[:sep], "\x00") + "\x00"))
 		if err != nil {
+			closeAll(rtFiles)
 			childEnd.Close()
 			seccompFile.Close()
 			conn.Close()
 			return nil, fmt.Errorf("bubblewrap arguments pipe: %w", err)
 		}
-		extra = []*os.File{childEnd, seccompFile, argsFile}
+		bootIDFile, err := pipeWith(newBootID())
+		if err != nil {
+			closeAll(rtFiles)
+			childEnd.Close()
+			seccompFile.Close()
+			argsFile.Close()
+			conn.Close()
+			return nil, fmt.Errorf("boot_id pipe: %w", err)
+		}
+		extra = append([]*os.File{childEnd, seccompFile, argsFile, bootIDFile}, rtFiles...)
 		cmd = exec.Command(BwrapPath, append([]string{"--args", "5"}, args[sep:]...)...)
 		cmd.Env = minimalEnv
 		cmd.Dir = "/"
@@ -125,7 +158,22 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 	cmd.Stdout = nil
 	cmd.Stderr = m.stderrSink()
 	cmd.WaitDelay = time.Second
-	err = cmd.Start()
+	var cg *cgroup.Group
+	if m.opts.Level == Production && m.cgroups != nil {
+		cg, err = m.cgroups.New(cgroup.Limits{Memory: m.limits.Memory + ForkServerMemory, Pids: m.limits.Pids + forkServerPids})
+		if err != nil {
+			for _, f := range extra {
+				f.Close()
+			}
+			conn.Close()
+			return nil, fmt.Errorf("start %s sandbox: %w", m.opts.Level, err)
+		}
+	}
+	if cg != nil {
+		err = cg.Start(cmd)
+	} else {
+		err = cmd.Start()
+	}
 	// Our copies of the child's descriptors must go now: the control socket
 	// only reports EOF (a sandbox that died starting) once they are closed.
 	for _, f := range extra {
@@ -133,9 +181,13 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 	}
 	if err != nil {
 		conn.Close()
+		if cg != nil {
+			cg.Close()
+		}
 		return nil, fmt.Errorf("start %s sandbox: %w", m.opts.Level, err)
 	}
 	z := &zygote{
+		cg:    cg,
 		level: m.opts.Level,
 		cmd:   cmd,
 		ctl:   conn.(*net.UnixConn),
@@ -180,6 +232,39 @@ func pipeWith(data []byte) (*os.File, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// memFiles puts each file in a memory file of its own, read from its start,
+// for bubblewrap's --file; the first is the child's descriptor first, the
+// next first+1, and so on.
+func memFiles(files []runner.File, first int) ([]*os.File, []bwrapFile, error) {
+	var out []*os.File
+	var spec []bwrapFile
+	for i, f := range files {
+		fd, err := unix.MemfdCreate("codecell-runner", unix.MFD_CLOEXEC)
+		if err != nil {
+			closeAll(out)
+			return nil, nil, err
+		}
+		mf := os.NewFile(uintptr(fd), "runner-file")
+		out = append(out, mf)
+		if _, err := mf.Write(f.Data); err != nil {
+			closeAll(out)
+			return nil, nil, err
+		}
+		if _, err := mf.Seek(0, 0); err != nil {
+			closeAll(out)
+			return nil, nil, err
+		}
+		spec = append(spec, bwrapFile{Path: f.Path, FD: first + i})
+	}
+	return out, spec, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // HostUser says which host user the sandbox's user maps to: "nobody" when
@@ -315,6 +400,10 @@ func (z *zygote) kill() {
 	case <-z.done:
 	case <-time.After(3 * time.Second):
 	}
+	if z.cg != nil {
+		// Kills whatever of the sandbox is left and removes its cgroup.
+		z.cg.Close()
+	}
 }
 
 func (z *zygote) alive() bool {
@@ -345,7 +434,7 @@ func (z *zygote) run(ctx context.Context, req *Request, lim Limits, res *Result,
 	defer chanHost.Close()
 	o := z.exchange(ctx, chanHost, req, lim, res, false)
 	switch {
-	case o.stopped || o.fault || o.zygoteGone:
+	case o.stopped || o.fault || o.zygoteGone || o.oom:
 		release(false)
 	case o.exited != nil:
 		release(o.exited.Clean && z.alive())
@@ -385,6 +474,7 @@ type outcome struct {
 	zygoteGone bool    // the fork server died; the sandbox was killed
 	exited     *ctlMsg // the zygote's report that the process ended, if it came
 	result     bool    // the result frame arrived
+	oom        bool    // the kernel killed a process of the sandbox for passing its cgroup's memory limit
 }
 
 // sessionGrace is how long a session's execution waits, after its result,
@@ -399,6 +489,7 @@ const sessionGrace = 200 * time.Millisecond
 // sessionGrace); otherwise it ends when the process and its pipes have.
 func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Request, lim Limits, res *Result, session bool) outcome {
 	x := newExchange(lim, req)
+	oomBefore := z.oomKills()
 	var pipes [4]*os.File // stdout r, w; stderr r, w
 	var err error
 	for i := 0; i < 4; i += 2 {
@@ -529,7 +620,30 @@ func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Requ
 	x.finish(res, exit, lim)
 	o.result = x.hasResult()
 	o.fault = o.fault || x.fault != nil
+	if z.oomKills() > oomBefore {
+		// Whatever the code saw of it (a child killed, a broken
+		// channel, the fork server gone), the cause is the limit.
+		o.oom = true
+		res.OK = false
+		res.Error = memoryLimitError(lim)
+	}
 	return o
+}
+
+// memoryLimitError is the error of an execution during which the kernel
+// killed a process of its sandbox for passing the cgroup's memory limit.
+func memoryLimitError(lim Limits) *ExecError {
+	return failure(ErrMemoryLimit, "the execution's processes together went past the sandbox's memory limit "+
+		"of %d MiB (sandbox.memory, which bounds all of a sandbox's processes together) and the kernel killed one of them", lim.Memory>>20)
+}
+
+// oomKills counts the kernel's kills for the sandbox's memory limit; 0
+// without a cgroup.
+func (z *zygote) oomKills() uint64 {
+	if z.cg == nil {
+		return 0
+	}
+	return z.cg.OOMKills()
 }
 
 // awaitChild waits for the channel of the zygote's next pre-forked process.

@@ -148,7 +148,7 @@ func TestBuiltinPolicy(t *testing.T) {
 func TestCodecellPackageMatchesTools(t *testing.T) {
 	cfg := allTools(config.Default())
 	s, _, _ := leanServer(t, cfg)
-	src, err := runner.File("codecell/_tools.py")
+	src, err := runner.ReadFile("codecell/_tools.py")
 	if err != nil {
 		t.Fatal(err)
 	}
