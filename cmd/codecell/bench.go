@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -111,60 +110,40 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	time.Sleep(3 * time.Second)
 	var figs []benchFigure
 
-	// Latency, beside a bare interpreter spawn measured in the same run.
-	lat := make([]time.Duration, 0, *n)
-	for i := 0; i < *n; i++ {
-		start := time.Now()
-		if _, err := exec1("print(1)"); err != nil {
-			return err
-		}
-		lat = append(lat, time.Since(start))
+	// Latency and CPU, beside a bare interpreter spawn measured in the same
+	// run: blocks of executions and blocks of spawns alternate, so that a
+	// change in the machine's load weighs on both alike.
+	serverPid := serveProcess(cmd)
+	lm, err := measureLatency(*n, serverPid, func() error { _, err := exec1("print(1)"); return err })
+	if err != nil {
+		return err
 	}
-	spawn := make([]time.Duration, 0, *n)
-	for i := 0; i < *n; i++ {
-		start := time.Now()
-		if err := exec.Command("/usr/bin/python3", "-I", "-S", "-c", "pass").Run(); err != nil {
-			return fmt.Errorf("bare python spawn: %w", err)
-		}
-		spawn = append(spawn, time.Since(start))
-	}
-	p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
-	f := benchFigure{Name: "execute_code latency p50 (print(1), stdio, production)", Value: p50, Unit: "ms", Target: "<= 3 ms"}
-	f.check(p50 <= 3)
-	figs = append(figs, f)
-	f = benchFigure{Name: "execute_code latency p99", Value: p99, Unit: "ms", Target: "<= 15 ms"}
-	f.check(p99 <= 15)
-	figs = append(figs, f)
-	figs = append(figs,
-		benchFigure{Name: "bare python3 -I -S -c pass p50 (same run)", Value: percentile(spawn, 0.50), Unit: "ms"},
-		benchFigure{Name: "bare python3 -I -S -c pass p99 (same run)", Value: percentile(spawn, 0.99), Unit: "ms"})
+	figs = append(figs, lm.figures()...)
 
-	// Throughput at the given concurrency.
+	// Throughput at the given concurrency, beside as many bare spawns at
+	// once for as long.
 	var done atomic.Int64
 	var failed atomic.Int64
-	stop := time.Now().Add(*dur)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := 0; w < *conc; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(stop) {
-				if _, err := exec1("print(1)"); err != nil {
-					failed.Add(1)
-					continue
-				}
-				done.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	rate := float64(done.Load()) / time.Since(start).Seconds()
-	f = benchFigure{Name: fmt.Sprintf("throughput at concurrency %d", *conc), Value: rate, Unit: "executions/s", Target: ">= 250/s"}
-	f.check(rate >= 250 && failed.Load() == 0)
+	rate := concurrently(*conc, *dur, func() {
+		if _, err := exec1("print(1)"); err != nil {
+			failed.Add(1)
+			return
+		}
+		done.Add(1)
+	}, &done)
+	var spawned atomic.Int64
+	spawnRate := concurrently(*conc, *dur, func() {
+		if bareSpawn() == nil {
+			spawned.Add(1)
+		}
+	}, &spawned)
+	f := benchFigure{Name: fmt.Sprintf("throughput at concurrency %d", *conc), Value: rate, Unit: "executions/s"}
 	if failed.Load() > 0 {
 		f.Note = fmt.Sprintf("%d failed", failed.Load())
 	}
+	figs = append(figs, f, benchFigure{Name: fmt.Sprintf("bare spawns at concurrency %d (same run)", *conc), Value: spawnRate, Unit: "spawns/s"})
+	f = benchFigure{Name: fmt.Sprintf("throughput at concurrency %d / bare spawns at concurrency %d", *conc, *conc), Value: rate / spawnRate, Unit: "x", Target: ">= 3x"}
+	f.check(rate >= 3*spawnRate && failed.Load() == 0)
 	figs = append(figs, f)
 
 	// Tool calls from code to an upstream that lives in codecell's own
@@ -180,10 +159,9 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	// Idle: two seconds after the last request (the server hands its
 	// heap back to the system one second into a quiet spell).
 	time.Sleep(2 * time.Second)
-	serverPid := serveProcess(cmd)
 	if serverPid > 0 {
 		rss := float64(procKB(serverPid, "status", "VmRSS:")) / 1024
-		f := benchFigure{Name: "idle server RSS", Value: rss, Unit: "MB", Target: "<= 40 MB"}
+		f = benchFigure{Name: "idle server RSS", Value: rss, Unit: "MB", Target: "<= 40 MB"}
 		f.check(rss <= 40)
 		figs = append(figs, f)
 		pss, count := sandboxPSS(serverPid)

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// latencyBlock is how many executions, then how many spawns, run in turn.
+const latencyBlock = 25
+
+// latencyRun is what measureLatency saw: the latency of each trivial
+// execution and of each bare spawn, and the CPU time each side used.
+type latencyRun struct {
+	exec, spawn []time.Duration
+	// CPU time used while the executions ran: by the server process and
+	// its descendants (the sandboxes), and by this process (the MCP
+	// client; the scenario upstreams it serves are idle then).
+	serverCPU, clientCPU time.Duration
+	spawnCPU             time.Duration // used by the bare spawns, from wait4
+}
+
+// measureLatency runs n trivial executions and n bare spawns, alternating
+// blocks of each.
+func measureLatency(n, serverPid int, run func() error) (*latencyRun, error) {
+	lr := &latencyRun{exec: make([]time.Duration, 0, n), spawn: make([]time.Duration, 0, n)}
+	for len(lr.exec) < n {
+		k := min(latencyBlock, n-len(lr.exec))
+		tree0, self0 := treeCPU(serverPid), selfCPU(syscall.RUSAGE_SELF)
+		for range k {
+			start := time.Now()
+			if err := run(); err != nil {
+				return nil, err
+			}
+			lr.exec = append(lr.exec, time.Since(start))
+		}
+		self1, tree1 := selfCPU(syscall.RUSAGE_SELF), treeCPU(serverPid)
+		lr.serverCPU += tree1 - tree0
+		lr.clientCPU += self1 - self0
+		children0 := selfCPU(syscall.RUSAGE_CHILDREN)
+		for range k {
+			start := time.Now()
+			if err := bareSpawn(); err != nil {
+				return nil, fmt.Errorf("bare python spawn: %w", err)
+			}
+			lr.spawn = append(lr.spawn, time.Since(start))
+		}
+		lr.spawnCPU += selfCPU(syscall.RUSAGE_CHILDREN) - children0
+	}
+	return lr, nil
+}
+
+// figures are the latency and CPU figures of SPEC §10, each a ratio to the
+// bare spawn's measured in the same run.
+func (lr *latencyRun) figures() []benchFigure {
+	p50, p99 := percentile(lr.exec, 0.50), percentile(lr.exec, 0.99)
+	s50, s99 := percentile(lr.spawn, 0.50), percentile(lr.spawn, 0.99)
+	n := float64(len(lr.exec))
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
+	cpu, spawnCPU := ms(lr.serverCPU+lr.clientCPU), ms(lr.spawnCPU)
+	figs := []benchFigure{
+		{Name: "execute_code latency p50 (print(1), stdio, production)", Value: p50, Unit: "ms"},
+		{Name: "execute_code latency p99", Value: p99, Unit: "ms"},
+		{Name: "bare python3 -I -S -c pass p50 (same run)", Value: s50, Unit: "ms"},
+		{Name: "bare python3 -I -S -c pass p99 (same run)", Value: s99, Unit: "ms"},
+	}
+	f := benchFigure{Name: "execute_code p50 / bare spawn p50", Value: p50 / s50, Unit: "x", Target: "<= 0.25x"}
+	f.check(p50 <= 0.25*s50)
+	figs = append(figs, f)
+	f = benchFigure{Name: "execute_code p99 / bare spawn p50", Value: p99 / s50, Unit: "x", Target: "<= 1.25x"}
+	f.check(p99 <= 1.25*s50)
+	figs = append(figs, f)
+	figs = append(figs,
+		benchFigure{Name: "CPU per trivial execution (client, server and sandboxes)", Value: cpu, Unit: "ms",
+			Note: fmt.Sprintf("server and sandboxes %.2f ms, client %.2f ms", ms(lr.serverCPU), ms(lr.clientCPU))},
+		benchFigure{Name: "CPU per bare spawn (same run)", Value: spawnCPU, Unit: "ms"})
+	f = benchFigure{Name: "CPU per trivial execution / per bare spawn", Value: cpu / spawnCPU, Unit: "x", Target: "<= 0.5x"}
+	f.check(cpu <= 0.5*spawnCPU)
+	return append(figs, f)
+}
+
+// concurrently calls f from workers goroutines for d and returns how many
+// calls per second counted (the counter f adds to) finished.
+func concurrently(workers int, d time.Duration, f func(), counted *atomic.Int64) float64 {
+	before := counted.Load()
+	stop := time.Now().Add(d)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				f()
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(counted.Load()-before) / time.Since(start).Seconds()
+}
+
+// bareSpawn starts a bare interpreter that does nothing, and waits for it.
+func bareSpawn() error {
+	return exec.Command("/usr/bin/python3", "-I", "-S", "-c", "pass").Run()
+}
+
+// selfCPU is the user and system time of this process (RUSAGE_SELF) or of
+// its waited-for children (RUSAGE_CHILDREN).
+func selfCPU(who int) time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(who, &ru) != nil {
+		return 0
+	}
+	return time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
+}
+
+// userHZ is the unit of the times in /proc/<pid>/stat: USER_HZ, 100 on
+// every architecture Linux runs Go on.
+const userHZ = 100
+
+// treeCPU is the CPU time that pid and every live descendant have used, each
+// with the children it has waited for (so a sandbox's executions, reaped by
+// its fork server, count). 0 when pid is 0.
+func treeCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	parent := map[int]int{}
+	ticks := map[int]int64{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		// After the command: state, ppid, ..., utime (14th field of the
+		// line), stime, cutime, cstime.
+		f := strings.Fields(s[i+1:])
+		if len(f) < 15 {
+			continue
+		}
+		parent[p], _ = strconv.Atoi(f[1])
+		for _, k := range f[11:15] {
+			v, _ := strconv.ParseInt(k, 10, 64)
+			ticks[p] += v
+		}
+	}
+	var sum int64
+	for p := range ticks {
+		for q := p; q > 0; q = parent[q] {
+			if q == pid {
+				sum += ticks[p]
+				break
+			}
+		}
+	}
+	return time.Duration(sum) * time.Second / userHZ
+}
