@@ -86,8 +86,12 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		return fmt.Errorf("start codecell serve: %w", err)
 	}
 	defer cs.Close()
-	exec1 := func(code string) (map[string]any, error) {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": code}})
+	execIn := func(session, code string) (map[string]any, error) {
+		args := map[string]any{"code": code}
+		if session != "" {
+			args["session_id"] = session
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code", Arguments: args})
 		if err != nil {
 			return nil, err
 		}
@@ -99,6 +103,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		}
 		return out, nil
 	}
+	exec1 := func(code string) (map[string]any, error) { return execIn("", code) }
 	fmt.Fprintln(g.stderr, "codecell bench: warming up")
 	for i := 0; i < 50; i++ {
 		if _, err := exec1("print(1)"); err != nil {
@@ -119,6 +124,24 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	figs = append(figs, lm.figures()...)
+
+	// The same code in a live session: no new process, the price of a
+	// fresh one per execution shown beside it.
+	if _, err := execIn("bench", "print(1)"); err != nil {
+		return err
+	}
+	sess := make([]time.Duration, 0, *n)
+	for range *n {
+		start := time.Now()
+		if _, err := execIn("bench", "print(1)"); err != nil {
+			return err
+		}
+		sess = append(sess, time.Since(start))
+	}
+	s50 := percentile(sess, 0.50)
+	figs = append(figs,
+		benchFigure{Name: "execute_code in a live session p50 (print(1), no new process)", Value: s50, Unit: "ms"},
+		benchFigure{Name: "fresh process p50 / live session p50", Value: percentile(lm.exec, 0.50) / s50, Unit: "x"})
 
 	// Throughput at the given concurrency, beside as many bare spawns at
 	// once for as long.

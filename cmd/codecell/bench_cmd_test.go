@@ -26,7 +26,9 @@ func TestBenchCommand(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &figs) != nil {
 		t.Fatalf("bench JSON: %v\n%s", err, b)
 	}
-	want := []string{"latency p50", "latency p99", "bare python3", "throughput at concurrency 8", "tool calls per second",
+	want := []string{"latency p50", "latency p99", "bare python3", "p50 / bare spawn p50", "p99 / bare spawn p50",
+		"CPU per trivial execution", "CPU per bare spawn", "page faults per trivial execution", "live session p50",
+		"throughput at concurrency 8", "bare spawns at concurrency 8", "tool calls per second",
 		"idle server RSS", "per warm sandbox", "document-move", "table-filter", "cross-server-join"}
 	for _, w := range want {
 		found := false

@@ -19,11 +19,14 @@ const latencyBlock = 25
 // execution and of each bare spawn, and the CPU time each side used.
 type latencyRun struct {
 	exec, spawn []time.Duration
-	// CPU time used while the executions ran: by the server process and
-	// its descendants (the sandboxes), and by this process (the MCP
-	// client; the scenario upstreams it serves are idle then).
-	serverCPU, clientCPU time.Duration
-	spawnCPU             time.Duration // used by the bare spawns, from wait4
+	// CPU time used while the executions ran: by the server process, by
+	// its descendants (the sandboxes), and by this process (the MCP client;
+	// the scenario upstreams it serves are idle then).
+	serverCPU, sandboxCPU, clientCPU time.Duration
+	spawnCPU                         time.Duration // used by the bare spawns, from wait4
+	// Page faults (minor and major) in the sandboxes while the executions
+	// ran, and in the bare spawns.
+	sandboxFaults, spawnFaults int64
 }
 
 // measureLatency runs n trivial executions and n bare spawns, alternating
@@ -32,7 +35,8 @@ func measureLatency(n, serverPid int, run func() error) (*latencyRun, error) {
 	lr := &latencyRun{exec: make([]time.Duration, 0, n), spawn: make([]time.Duration, 0, n)}
 	for len(lr.exec) < n {
 		k := min(latencyBlock, n-len(lr.exec))
-		tree0, self0 := treeCPU(serverPid), selfCPU(syscall.RUSAGE_SELF)
+		server0, tree0, faults0 := treeCPU(serverPid)
+		self0 := selfCPU(syscall.RUSAGE_SELF)
 		for range k {
 			start := time.Now()
 			if err := run(); err != nil {
@@ -40,10 +44,13 @@ func measureLatency(n, serverPid int, run func() error) (*latencyRun, error) {
 			}
 			lr.exec = append(lr.exec, time.Since(start))
 		}
-		self1, tree1 := selfCPU(syscall.RUSAGE_SELF), treeCPU(serverPid)
-		lr.serverCPU += tree1 - tree0
+		self1 := selfCPU(syscall.RUSAGE_SELF)
+		server1, tree1, faults1 := treeCPU(serverPid)
+		lr.serverCPU += server1 - server0
+		lr.sandboxCPU += (tree1 - server1) - (tree0 - server0)
+		lr.sandboxFaults += faults1 - faults0
 		lr.clientCPU += self1 - self0
-		children0 := selfCPU(syscall.RUSAGE_CHILDREN)
+		children0, chFaults0 := selfCPU(syscall.RUSAGE_CHILDREN), childFaults()
 		for range k {
 			start := time.Now()
 			if err := bareSpawn(); err != nil {
@@ -52,6 +59,7 @@ func measureLatency(n, serverPid int, run func() error) (*latencyRun, error) {
 			lr.spawn = append(lr.spawn, time.Since(start))
 		}
 		lr.spawnCPU += selfCPU(syscall.RUSAGE_CHILDREN) - children0
+		lr.spawnFaults += childFaults() - chFaults0
 	}
 	return lr, nil
 }
@@ -63,7 +71,7 @@ func (lr *latencyRun) figures() []benchFigure {
 	s50, s99 := percentile(lr.spawn, 0.50), percentile(lr.spawn, 0.99)
 	n := float64(len(lr.exec))
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
-	cpu, spawnCPU := ms(lr.serverCPU+lr.clientCPU), ms(lr.spawnCPU)
+	cpu, spawnCPU := ms(lr.serverCPU+lr.sandboxCPU+lr.clientCPU), ms(lr.spawnCPU)
 	figs := []benchFigure{
 		{Name: "execute_code latency p50 (print(1), stdio, production)", Value: p50, Unit: "ms"},
 		{Name: "execute_code latency p99", Value: p99, Unit: "ms"},
@@ -78,11 +86,23 @@ func (lr *latencyRun) figures() []benchFigure {
 	figs = append(figs, f)
 	figs = append(figs,
 		benchFigure{Name: "CPU per trivial execution (client, server and sandboxes)", Value: cpu, Unit: "ms",
-			Note: fmt.Sprintf("server and sandboxes %.2f ms, client %.2f ms", ms(lr.serverCPU), ms(lr.clientCPU))},
+			Note: fmt.Sprintf("server %.2f ms, sandboxes %.2f ms, client %.2f ms", ms(lr.serverCPU), ms(lr.sandboxCPU), ms(lr.clientCPU))},
 		benchFigure{Name: "CPU per bare spawn (same run)", Value: spawnCPU, Unit: "ms"})
 	f = benchFigure{Name: "CPU per trivial execution / per bare spawn", Value: cpu / spawnCPU, Unit: "x", Target: "<= 0.5x"}
 	f.check(cpu <= 0.5*spawnCPU)
-	return append(figs, f)
+	return append(figs, f,
+		benchFigure{Name: "page faults per trivial execution (sandboxes)", Value: float64(lr.sandboxFaults) / n, Unit: "faults"},
+		benchFigure{Name: "page faults per bare spawn (same run)", Value: float64(lr.spawnFaults) / n, Unit: "faults"})
+}
+
+// childFaults is the page faults, minor and major, of this process's
+// waited-for children.
+func childFaults() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) != nil {
+		return 0
+	}
+	return ru.Minflt + ru.Majflt
 }
 
 // concurrently calls f from workers goroutines for d and returns how many
@@ -124,13 +144,17 @@ func selfCPU(who int) time.Duration {
 // every architecture Linux runs Go on.
 const userHZ = 100
 
-// treeCPU is the CPU time that pid and every live descendant have used, each
-// with the children it has waited for (so a sandbox's executions, reaped by
-// its fork server, count). 0 when pid is 0.
-func treeCPU(pid int) time.Duration {
+// treeCPU is the CPU time that pid has used itself (own), and with every
+// live descendant (tree), each process with the children it has waited for:
+// a sandbox's executions, reaped by its fork server, count, and so do
+// sandboxes the server discarded. faults are the page faults of the
+// descendants, counted alike. Zeros when pid is 0.
+func treeCPU(pid int) (own, tree time.Duration, faults int64) {
 	if pid <= 0 {
-		return 0
+		return 0, 0, 0
 	}
+	var ownTicks int64
+	flt := map[int]int64{}
 	parent := map[int]int{}
 	ticks := map[int]int64{}
 	entries, _ := os.ReadDir("/proc")
@@ -148,16 +172,23 @@ func treeCPU(pid int) time.Duration {
 		if i < 0 {
 			continue
 		}
-		// After the command: state, ppid, ..., utime (14th field of the
-		// line), stime, cutime, cstime.
+		// After the command: state, ppid, ..., minflt (10th field of the
+		// line), cminflt, majflt, cmajflt, utime, stime, cutime, cstime.
 		f := strings.Fields(s[i+1:])
 		if len(f) < 15 {
 			continue
 		}
 		parent[p], _ = strconv.Atoi(f[1])
-		for _, k := range f[11:15] {
+		for _, k := range f[7:11] {
+			v, _ := strconv.ParseInt(k, 10, 64)
+			flt[p] += v
+		}
+		for j, k := range f[11:15] {
 			v, _ := strconv.ParseInt(k, 10, 64)
 			ticks[p] += v
+			if p == pid && j < 2 {
+				ownTicks += v
+			}
 		}
 	}
 	var sum int64
@@ -165,9 +196,13 @@ func treeCPU(pid int) time.Duration {
 		for q := p; q > 0; q = parent[q] {
 			if q == pid {
 				sum += ticks[p]
+				if p != pid {
+					faults += flt[p]
+				}
 				break
 			}
 		}
 	}
-	return time.Duration(sum) * time.Second / userHZ
+	tick := func(n int64) time.Duration { return time.Duration(n) * time.Second / userHZ }
+	return tick(ownTicks), tick(sum), faults
 }
