@@ -667,8 +667,8 @@ def prefork(ctl):
     """Forks the next execution's process ahead of need and hands the host
     its channel.
 
-    The child warms up and waits on the channel. The host's exec frame
-    arrives there directly, its first four bytes carrying the stdout and
+    The child waits on the channel, having touched nothing. The host's exec
+    frame arrives there directly, its first four bytes carrying the stdout and
     stderr pipes as SCM_RIGHTS, so the zygote is not on an execution's path.
     It is forked after the previous execution was cleaned up, so no
     execution has touched it.
