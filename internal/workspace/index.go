@@ -142,6 +142,7 @@ type tree struct {
 // watcher is a process's inotify instance and the trees it keeps.
 type watcher struct {
 	f       *os.File // the inotify descriptor, non-blocking, read by loop
+	fd      int      // f's descriptor: f.Fd() would put f in blocking mode
 	syncDir string   // where barriers create their marker files
 	syncWD  int32
 
@@ -174,6 +175,7 @@ func newWatcher(syncDir string) (*watcher, error) {
 	}
 	w := &watcher{
 		f:       os.NewFile(uintptr(fd), "inotify"),
+		fd:      fd,
 		syncDir: syncDir,
 		trees:   map[*tree]struct{}{},
 		byWD:    map[int32]*node{},
@@ -211,30 +213,44 @@ func (w *watcher) close() {
 	}
 }
 
+// loop reads and applies events until the descriptor is closed. It reads
+// them with the mutex held, so that events are never out of the queue
+// without being applied: sync relies on it.
 func (w *watcher) loop() {
 	defer close(w.done)
 	buf := make([]byte, 256<<10)
-	for {
-		n, err := w.f.Read(buf)
-		if err != nil {
+	rc, err := w.f.SyscallConn()
+	for err == nil {
+		var rerr error
+		err = rc.Read(func(fd uintptr) bool {
 			w.mu.Lock()
-			w.err = errWatcherClosed
-			for t := range w.trees {
-				if t.err == nil {
-					t.err = errWatcherClosed
-				}
+			defer w.mu.Unlock()
+			var n int
+			n, rerr = unix.Read(int(fd), buf)
+			if rerr == unix.EAGAIN {
+				return false // wait until there are events
 			}
-			for _, c := range w.bars {
-				close(c)
+			if n > 0 {
+				w.handle(buf[:n])
 			}
-			clear(w.bars)
-			w.mu.Unlock()
-			return
+			return true
+		})
+		if err == nil && rerr != nil && rerr != unix.EINTR {
+			err = rerr
 		}
-		w.mu.Lock()
-		w.handle(buf[:n])
-		w.mu.Unlock()
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.err = errWatcherClosed
+	for t := range w.trees {
+		if t.err == nil {
+			t.err = errWatcherClosed
+		}
+	}
+	for _, c := range w.bars {
+		close(c)
+	}
+	clear(w.bars)
 }
 
 // event is one inotify event, its name copied out.
@@ -491,7 +507,7 @@ func (w *watcher) watchDir(t *tree, n *node) {
 	if err != nil {
 		return // gone already; its parent's events say so
 	}
-	wd, err := unix.InotifyAddWatch(int(w.f.Fd()), "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
+	wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 			return
@@ -657,7 +673,7 @@ func (w *watcher) dropSubtree(t *tree, n *node, p string, detached bool) {
 		w.forgetFD(x)
 		if x.wd != 0 {
 			if w.byWD[x.wd] == x {
-				unix.InotifyRmWatch(int(w.f.Fd()), uint32(x.wd))
+				unix.InotifyRmWatch(w.fd, uint32(x.wd))
 				delete(w.byWD, x.wd)
 			}
 			x.wd = 0
@@ -731,7 +747,7 @@ func (w *watcher) dropTreeLocked(t *tree) {
 	walkNodes(t.root, func(x *node) {
 		w.forgetFD(x)
 		if x.wd != 0 && w.byWD[x.wd] == x {
-			unix.InotifyRmWatch(int(w.f.Fd()), uint32(x.wd))
+			unix.InotifyRmWatch(w.fd, uint32(x.wd))
 			delete(w.byWD, x.wd)
 		}
 		delete(w.treeOf, x)
@@ -779,6 +795,18 @@ func (w *watcher) sync() bool {
 	if w.err != nil {
 		w.mu.Unlock()
 		return false
+	}
+	// Events are queued by the system call that caused them, before it
+	// returns, and loop takes them out of the queue only with the mutex
+	// held, applying them at once. So with the queue empty now (and no
+	// rename waiting for its other half, which a marker would settle),
+	// every event that happened before this call is applied already. That
+	// is the common case, an execution that changed nothing; the marker's
+	// round trip through loop took 0.1 ms at p50 but 10 ms at p99 on a
+	// loaded machine, twice per execution.
+	if n, err := unix.IoctlGetInt(w.fd, unix.TIOCINQ); err == nil && n == 0 && len(w.moves) == 0 {
+		w.mu.Unlock()
+		return true
 	}
 	w.nextBar++
 	id := w.nextBar
