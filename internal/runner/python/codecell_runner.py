@@ -649,7 +649,11 @@ def fork():
     atfork handlers. Through PyDLL the call keeps the GIL, so the child
     starts holding it as the parent's only thread did.
     """
-    if threading.active_count() != 1 or "random" in sys.modules:
+    if (threading.active_count() != 1 or "random" in sys.modules
+            or sys.implementation.name != "cpython"
+            or not getattr(sys, "_is_gil_enabled", lambda: True)()):
+        # Or an interpreter whose state after a fork this was not made for:
+        # another implementation, or a free-threaded build.
         return os.fork()
     pid = _libc_gil.fork()
     if pid < 0:
