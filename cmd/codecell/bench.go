@@ -43,6 +43,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	mdFile := fs.String("markdown", "", "also write the table as Markdown to FILE")
 	jsonFile := fs.String("json", "", "also write the figures as JSON to FILE")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the in-process figures) to FILE")
+	tsClient := fs.String("ts-client", "", "also measure trivial latency through the TypeScript SDK client: the path of testdata/npm/latency.mjs (needs node and the npm packages beside it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -142,6 +143,14 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	figs = append(figs,
 		benchFigure{Name: "execute_code in a live session p50 (print(1), no new process)", Value: s50, Unit: "ms"},
 		benchFigure{Name: "fresh process p50 / live session p50", Value: percentile(lm.exec, 0.50) / s50, Unit: "x"})
+
+	if *tsClient != "" {
+		tsFigs, err := tsLatency(ctx, *tsClient, self, cfgPath, filepath.Join(root, "ts-data"), *n, g.stderr)
+		if err != nil {
+			return fmt.Errorf("TypeScript client figure: %w", err)
+		}
+		figs = append(figs, tsFigs...)
+	}
 
 	// Throughput at the given concurrency, beside as many bare spawns at
 	// once for as long.

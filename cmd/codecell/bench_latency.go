@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -205,4 +208,53 @@ func treeCPU(pid int) (own, tree time.Duration, faults int64) {
 	}
 	tick := func(n int64) time.Duration { return time.Duration(n) * time.Second / userHZ }
 	return tick(ownTicks), tick(sum), faults
+}
+
+// tsLatency runs script (testdata/npm/latency.mjs) with node: the official
+// TypeScript SDK client times n trivial executions against a `codecell
+// serve` of its own (the same config, another data dir). As many bare spawns
+// follow at once, for the ratios.
+func tsLatency(ctx context.Context, script, self, cfgPath, dataDir string, n int, stderr io.Writer) ([]benchFigure, error) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, node, script, "--n", strconv.Itoa(n), "--",
+		self, "serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "error")
+	cmd.Stderr = stderr
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", script, err)
+	}
+	var res struct {
+		MS []float64 `json:"ms"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || len(res.MS) == 0 {
+		return nil, fmt.Errorf("%s printed %q", script, out)
+	}
+	lat := make([]time.Duration, len(res.MS))
+	for i, ms := range res.MS {
+		lat[i] = time.Duration(ms * float64(time.Millisecond))
+	}
+	spawn := make([]time.Duration, 0, n)
+	for range n {
+		start := time.Now()
+		if err := bareSpawn(); err != nil {
+			return nil, fmt.Errorf("bare python spawn: %w", err)
+		}
+		spawn = append(spawn, time.Since(start))
+	}
+	p50, p99, s50 := percentile(lat, 0.50), percentile(lat, 0.99), percentile(spawn, 0.50)
+	figs := []benchFigure{
+		{Name: "execute_code latency p50, TypeScript SDK client", Value: p50, Unit: "ms"},
+		{Name: "execute_code latency p99, TypeScript SDK client", Value: p99, Unit: "ms"},
+		{Name: "bare python3 -I -S -c pass p50 (right after)", Value: s50, Unit: "ms"},
+	}
+	f := benchFigure{Name: "TypeScript client: execute_code p50 / bare spawn p50", Value: p50 / s50, Unit: "x", Target: "<= 0.25x"}
+	f.check(p50 <= 0.25*s50)
+	figs = append(figs, f)
+	f = benchFigure{Name: "TypeScript client: execute_code p99 / bare spawn p50", Value: p99 / s50, Unit: "x", Target: "<= 1.25x"}
+	f.check(p99 <= 1.25*s50)
+	return append(figs, f), nil
 }
