@@ -153,22 +153,30 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	}
 
 	// Throughput at the given concurrency, beside as many bare spawns at
-	// once for as long.
-	var done atomic.Int64
-	var failed atomic.Int64
-	rate := concurrently(*conc, *dur, func() {
-		if _, err := exec1("print(1)"); err != nil {
-			failed.Add(1)
-			return
-		}
-		done.Add(1)
-	}, &done)
-	var spawned atomic.Int64
-	spawnRate := concurrently(*conc, *dur, func() {
-		if bareSpawn() == nil {
-			spawned.Add(1)
-		}
-	}, &spawned)
+	// once: five rounds of each in turn, each a fifth of the duration, so
+	// that the machine's load weighs on both alike.
+	var done, failed, spawned atomic.Int64
+	var execTime, spawnTime time.Duration
+	for range throughputRounds {
+		start := time.Now()
+		concurrently(*conc, *dur/throughputRounds, func() {
+			if _, err := exec1("print(1)"); err != nil {
+				failed.Add(1)
+				return
+			}
+			done.Add(1)
+		})
+		execTime += time.Since(start)
+		start = time.Now()
+		concurrently(*conc, *dur/throughputRounds, func() {
+			if bareSpawn() == nil {
+				spawned.Add(1)
+			}
+		})
+		spawnTime += time.Since(start)
+	}
+	rate := float64(done.Load()) / execTime.Seconds()
+	spawnRate := float64(spawned.Load()) / spawnTime.Seconds()
 	f := benchFigure{Name: fmt.Sprintf("throughput at concurrency %d", *conc), Value: rate, Unit: "executions/s"}
 	if failed.Load() > 0 {
 		f.Note = fmt.Sprintf("%d failed", failed.Load())

@@ -10,13 +10,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
 
 // latencyBlock is how many executions, then how many spawns, run in turn.
 const latencyBlock = 25
+
+// throughputRounds is how many times the throughput figure's executions and
+// spawns take turns.
+const throughputRounds = 5
 
 // latencyRun is what measureLatency saw: the latency of each trivial
 // execution and of each bare spawn, and the CPU time each side used.
@@ -108,12 +111,9 @@ func childFaults() int64 {
 	return ru.Minflt + ru.Majflt
 }
 
-// concurrently calls f from workers goroutines for d and returns how many
-// calls per second counted (the counter f adds to) finished.
-func concurrently(workers int, d time.Duration, f func(), counted *atomic.Int64) float64 {
-	before := counted.Load()
+// concurrently calls f from workers goroutines, over and over, for d.
+func concurrently(workers int, d time.Duration, f func()) {
 	stop := time.Now().Add(d)
-	start := time.Now()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -125,7 +125,6 @@ func concurrently(workers int, d time.Duration, f func(), counted *atomic.Int64)
 		}()
 	}
 	wg.Wait()
-	return float64(counted.Load()-before) / time.Since(start).Seconds()
 }
 
 // bareSpawn starts a bare interpreter that does nothing, and waits for it.
