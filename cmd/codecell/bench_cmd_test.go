@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -27,7 +28,9 @@ func TestBenchCommand(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &figs) != nil {
 		t.Fatalf("bench JSON: %v\n%s", err, b)
 	}
-	want := []string{"latency p50", "latency p99", "bare python3", "throughput at concurrency 8", "tool calls per second",
+	want := []string{"latency p50", "latency p99", "bare python3", "p50 / bare spawn p50", "p99 / bare spawn p50",
+		"CPU per trivial execution", "CPU per bare spawn", "page faults per trivial execution", "live session p50",
+		"throughput at concurrency 8", "bare spawns at concurrency 8", "tool calls per second",
 		"idle server RSS", "per warm sandbox", "document-move", "table-filter", "cross-server-join", "npm-file-to-memory"}
 	for _, w := range want {
 		found := false
@@ -43,5 +46,36 @@ func TestBenchCommand(t *testing.T) {
 	md, _ := os.ReadFile(mdFile)
 	if !strings.HasPrefix(string(md), "| figure | value | target | met |") {
 		t.Errorf("markdown: %s", md)
+	}
+}
+
+// TestBenchTypeScriptClient runs the TypeScript SDK client's latency
+// figure (bench --ts-client) for a few executions against the built binary.
+func TestBenchTypeScriptClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real sandboxes")
+	}
+	requireProduction(t)
+	_, npmDir := conformanceEnv(t)
+	dir := reachableDir(t)
+	cfg := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfg, []byte(testConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	figs, err := tsLatency(context.Background(), filepath.Join(npmDir, "latency.mjs"), binary, cfg, filepath.Join(dir, "data"), 5, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	for _, w := range []string{"p50, TypeScript SDK client", "p99, TypeScript SDK client", "bare python3", "TypeScript client: execute_code p50 / bare spawn p50"} {
+		found := false
+		for _, f := range figs {
+			if strings.Contains(f.Name, w) && f.Value > 0 {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no measured figure for %q in %+v", w, figs)
+		}
 	}
 }

@@ -11,9 +11,11 @@
 //
 // Warm pool. In development and production a sandbox is a fork server (the
 // zygote): a Python process started ahead of need that never runs user code.
-// It forks each execution's process ahead of need, warms it up and hands the
-// host that process's channel; an execution is then one message straight to
-// a waiting process, which receives its stdout and stderr pipes with it.
+// It forks each execution's process ahead of need (having run the execution
+// path once itself, so that the child inherits what that initialised) and
+// hands the host that process's channel; an execution is then one message
+// straight to a waiting process, which receives its stdout and stderr pipes
+// with it.
 // After the process exits, the zygote kills every other process in the
 // sandbox, reaps them and wipes /tmp and /dev/shm before it forks the next
 // one, so executions share nothing but the namespace's workspace, which is

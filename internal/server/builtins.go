@@ -61,14 +61,13 @@ func (b *builtin) listed(toolsets []string) bool {
 // structured result, and the result's fields are named plainly. The Go
 // types keep their jsonschema tags, as the documentation of the output.
 func addTool[In, Out any](s *Server, toolset string, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
-	var in *jsonschema.Schema
 	if t.InputSchema == nil {
 		schema, err := jsonschema.For[In](nil)
 		if err != nil {
 			panic(fmt.Sprintf("input schema of %s: %v", t.Name, err)) // a programming error, caught by every test
 		}
 		portable(schema, false)
-		t.InputSchema, in = schema, schema
+		t.InputSchema = schema
 	}
 	if t.OutputSchema == nil {
 		schema, err := jsonschema.For[Out](nil)
@@ -79,16 +78,12 @@ func addTool[In, Out any](s *Server, toolset string, t *mcp.Tool, h mcp.ToolHand
 		portable(schema, true)
 		t.OutputSchema = schema
 	}
-	b := &builtin{toolset: toolset, tool: t, register: func(m *mcp.Server) { mcp.AddTool(m, t, h) }}
+	resolved, err := t.InputSchema.(*jsonschema.Schema).Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		panic(fmt.Sprintf("resolve the input schema of %s: %v", t.Name, err))
+	}
+	b := &builtin{toolset: toolset, tool: t, register: func(m *mcp.Server) { m.AddTool(t, typedHandler(resolved, h)) }}
 	if !slices.Contains(notFromCode, t.Name) {
-		var resolved *jsonschema.Resolved
-		if in != nil {
-			r, err := in.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
-			if err != nil {
-				panic(fmt.Sprintf("resolve the input schema of %s: %v", t.Name, err))
-			}
-			resolved = r
-		}
 		b.call = func(ctx context.Context, ns string, args json.RawMessage) (any, error) {
 			return callFromCode(ctx, ns, t.Name, resolved, args, h)
 		}
@@ -101,25 +96,12 @@ func addTool[In, Out any](s *Server, toolset string, t *mcp.Tool, h mcp.ToolHand
 // schema (defaults applied), decoded, and handed over with a request that
 // carries the namespace. A tool error comes back as an error.
 func callFromCode[In, Out any](ctx context.Context, ns, name string, resolved *jsonschema.Resolved, args json.RawMessage, h mcp.ToolHandlerFor[In, Out]) (any, error) {
-	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
-		args = json.RawMessage("{}")
+	if string(bytes.TrimSpace(args)) == "null" {
+		args = nil
 	}
-	if resolved != nil {
-		var v any = map[string]any{}
-		if err := json.Unmarshal(args, &v); err != nil {
-			return nil, &sandbox.CallError{Kind: "TypeError", Message: fmt.Sprintf("%s: the arguments are not a JSON object: %v", name, err)}
-		}
-		if err := resolved.ApplyDefaults(&v); err != nil {
-			return nil, &sandbox.CallError{Kind: "TypeError", Message: fmt.Sprintf("%s: %v", name, err)}
-		}
-		if err := resolved.Validate(&v); err != nil {
-			return nil, &sandbox.CallError{Kind: "TypeError", Message: fmt.Sprintf("%s: %v", name, err)}
-		}
-		raw, err := json.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		args = raw
+	args, err := checkArguments(args, resolved)
+	if err != nil {
+		return nil, &sandbox.CallError{Kind: "TypeError", Message: fmt.Sprintf("%s: %v", name, err)}
 	}
 	var in In
 	if err := json.Unmarshal(args, &in); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestSchemasPortable lints every listed tool's schemas with the rules of
@@ -127,5 +128,78 @@ func TestPortable(t *testing.T) {
 		if err := r.Validate(map[string]any{"tags": "x", "any": nil, "extra": map[string]any{}, "nested": map[string]any{"n": 1}}); err == nil {
 			t.Errorf("output=%v: a string for a list accepted", output)
 		}
+	}
+}
+
+// TestOutputsMatchSchemas checks the structured results of calls to every
+// toolset against the output schemas the tools list. The server does not
+// validate its own outputs at run time (see typedHandler), so this is where
+// a field that drifts from its schema is caught.
+func TestOutputsMatchSchemas(t *testing.T) {
+	scripts := map[string]fakeRun{
+		"print(1)":   {ms: 3, stdout: "1\n"},
+		"raise":      {ms: 2, errType: "ValueError"},
+		"call tools": {ms: 5, calls: []string{"fake.echo", "fake.missing"}},
+	}
+	_, _, cs := statsServer(t, nil, scripts, nil)
+	ctx := context.Background()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas := map[string]*jsonschema.Resolved{}
+	for _, tool := range list.Tools {
+		b, _ := json.Marshal(tool.OutputSchema)
+		var s jsonschema.Schema
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("%s: output schema: %v", tool.Name, err)
+		}
+		r, err := s.Resolve(nil)
+		if err != nil {
+			t.Fatalf("%s: output schema: %v", tool.Name, err)
+		}
+		schemas[tool.Name] = r
+	}
+	calls := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"execute_code", map[string]any{"code": "print(1)"}},
+		{"execute_code", map[string]any{"code": "raise"}},
+		{"execute_code", map[string]any{"code": "call tools"}},
+		{"execute_code", map[string]any{"code": "print(1)", "session_id": "s1"}},
+		{"list_sessions", nil},
+		{"close_session", map[string]any{"session_id": "s1"}},
+		{"get_execution_stats", nil},
+		{"search_tools", map[string]any{"query": "echo"}},
+		{"list_tool_categories", nil},
+		{"write_workspace_file", map[string]any{"path": "a.txt", "content": "hi"}},
+		{"read_workspace_file", map[string]any{"path": "a.txt"}},
+		{"list_workspace_files", nil},
+		{"initialize_code_file", map[string]any{"content": "print(1)\n"}},
+		{"sanitize_pii", map[string]any{"text": "mail bob@example.com"}},
+		{"list_skills", nil},
+		{"execute_analysis", map[string]any{"analysis_type": "aggregate", "data": []any{map[string]any{"a": 1}}, "parameters": map[string]any{"metrics": []any{map[string]any{"op": "count"}}}}},
+	}
+	validated := 0
+	for _, c := range calls {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil {
+			t.Errorf("%s: %v", c.tool, err)
+			continue
+		}
+		if res.StructuredContent == nil {
+			continue // a tool error: no structured result to check
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var v any
+		json.Unmarshal(b, &v)
+		if err := schemas[c.tool].Validate(v); err != nil {
+			t.Errorf("%s%v: output does not match the listed schema: %v\n%s", c.tool, c.args, err, b)
+		}
+		validated++
+	}
+	if validated < 12 {
+		t.Errorf("only %d of %d calls returned a structured result", validated, len(calls))
 	}
 }

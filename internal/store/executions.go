@@ -79,6 +79,13 @@ const (
 	MaxListLimit     = 1000
 )
 
+// insertExecutionSQL is RecordExecution's statement (Store.insertExecution).
+const insertExecutionSQL = `INSERT INTO executions
+	(namespace, session_id, code, stdout_excerpt, stderr_excerpt, result_excerpt,
+	 error_type, error_message, error_traceback, duration_ms, tool_calls, isolation, tool_result_bytes,
+	 returned_bytes, created_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
 // RecordExecution appends e to the log of e.Namespace and returns its id.
 // When it returns nil the row is committed and synced.
 func (s *Store) RecordExecution(ctx context.Context, e Execution) (int64, error) {
@@ -95,11 +102,7 @@ func (s *Store) RecordExecution(ctx context.Context, e Execution) (int64, error)
 	if created.IsZero() {
 		created = time.Now()
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO executions
-		(namespace, session_id, code, stdout_excerpt, stderr_excerpt, result_excerpt,
-		 error_type, error_message, error_traceback, duration_ms, tool_calls, isolation, tool_result_bytes,
-		 returned_bytes, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	res, err := s.insertExecution.ExecContext(ctx,
 		e.Namespace, e.SessionID, e.Code, e.StdoutExcerpt, e.StderrExcerpt, e.ResultExcerpt,
 		e.ErrorType, e.ErrorMessage, e.ErrorTraceback, e.Duration.Milliseconds(), calls, e.Isolation,
 		e.ToolResultBytes, e.ReturnedBytes, nanos(created))

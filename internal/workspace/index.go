@@ -142,6 +142,7 @@ type tree struct {
 // watcher is a process's inotify instance and the trees it keeps.
 type watcher struct {
 	f       *os.File // the inotify descriptor, non-blocking, read by loop
+	fd      int      // f's descriptor: f.Fd() would put f in blocking mode
 	syncDir string   // where barriers create their marker files
 	syncWD  int32
 
@@ -174,6 +175,7 @@ func newWatcher(syncDir string) (*watcher, error) {
 	}
 	w := &watcher{
 		f:       os.NewFile(uintptr(fd), "inotify"),
+		fd:      fd,
 		syncDir: syncDir,
 		trees:   map[*tree]struct{}{},
 		byWD:    map[int32]*node{},
@@ -183,6 +185,13 @@ func newWatcher(syncDir string) (*watcher, error) {
 		bars:    map[uint64]chan struct{}{},
 		done:    make(chan struct{}),
 	}
+	// The anchor is what barriers link their markers to (see sync).
+	afd, err := unix.Open(filepath.Join(syncDir, syncAnchor), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		w.f.Close()
+		return nil, fmt.Errorf("inotify: %w", err)
+	}
+	unix.Close(afd)
 	wd, err := unix.InotifyAddWatch(fd, syncDir, unix.IN_CREATE|unix.IN_ONLYDIR)
 	if err != nil {
 		w.f.Close()
@@ -204,30 +213,44 @@ func (w *watcher) close() {
 	}
 }
 
+// loop reads and applies events until the descriptor is closed. It reads
+// them with the mutex held, so that events are never out of the queue
+// without being applied: sync relies on it.
 func (w *watcher) loop() {
 	defer close(w.done)
 	buf := make([]byte, 256<<10)
-	for {
-		n, err := w.f.Read(buf)
-		if err != nil {
+	rc, err := w.f.SyscallConn()
+	for err == nil {
+		var rerr error
+		err = rc.Read(func(fd uintptr) bool {
 			w.mu.Lock()
-			w.err = errWatcherClosed
-			for t := range w.trees {
-				if t.err == nil {
-					t.err = errWatcherClosed
-				}
+			defer w.mu.Unlock()
+			var n int
+			n, rerr = unix.Read(int(fd), buf)
+			if rerr == unix.EAGAIN {
+				return false // wait until there are events
 			}
-			for _, c := range w.bars {
-				close(c)
+			if n > 0 {
+				w.handle(buf[:n])
 			}
-			clear(w.bars)
-			w.mu.Unlock()
-			return
+			return true
+		})
+		if err == nil && rerr != nil && rerr != unix.EINTR {
+			err = rerr
 		}
-		w.mu.Lock()
-		w.handle(buf[:n])
-		w.mu.Unlock()
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.err = errWatcherClosed
+	for t := range w.trees {
+		if t.err == nil {
+			t.err = errWatcherClosed
+		}
+	}
+	for _, c := range w.bars {
+		close(c)
+	}
+	clear(w.bars)
 }
 
 // event is one inotify event, its name copied out.
@@ -484,7 +507,7 @@ func (w *watcher) watchDir(t *tree, n *node) {
 	if err != nil {
 		return // gone already; its parent's events say so
 	}
-	wd, err := unix.InotifyAddWatch(int(w.f.Fd()), "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
+	wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 			return
@@ -650,7 +673,7 @@ func (w *watcher) dropSubtree(t *tree, n *node, p string, detached bool) {
 		w.forgetFD(x)
 		if x.wd != 0 {
 			if w.byWD[x.wd] == x {
-				unix.InotifyRmWatch(int(w.f.Fd()), uint32(x.wd))
+				unix.InotifyRmWatch(w.fd, uint32(x.wd))
 				delete(w.byWD, x.wd)
 			}
 			x.wd = 0
@@ -724,7 +747,7 @@ func (w *watcher) dropTreeLocked(t *tree) {
 	walkNodes(t.root, func(x *node) {
 		w.forgetFD(x)
 		if x.wd != 0 && w.byWD[x.wd] == x {
-			unix.InotifyRmWatch(int(w.f.Fd()), uint32(x.wd))
+			unix.InotifyRmWatch(w.fd, uint32(x.wd))
 			delete(w.byWD, x.wd)
 		}
 		delete(w.treeOf, x)
@@ -760,8 +783,12 @@ func (w *watcher) rescan(t *tree, n *node) {
 	}
 }
 
+// syncAnchor is the file in the sync directory that barrier markers are
+// hard links to; its name is not a number, so its own event is no barrier's.
+const syncAnchor = "anchor"
+
 // sync returns once every event that happened before it was called has been
-// applied, or reports false after syncTimeout. It creates a marker file in
+// applied, or reports false after syncTimeout. It links a marker file into
 // the sync directory: its event comes after all of those.
 func (w *watcher) sync() bool {
 	w.mu.Lock()
@@ -769,15 +796,29 @@ func (w *watcher) sync() bool {
 		w.mu.Unlock()
 		return false
 	}
+	// Events are queued by the system call that caused them, before it
+	// returns, and loop takes them out of the queue only with the mutex
+	// held, applying them at once. So with the queue empty now (and no
+	// rename waiting for its other half, which a marker would settle),
+	// every event that happened before this call is applied already. That
+	// is the common case, an execution that changed nothing; the marker's
+	// round trip through loop took 0.1 ms at p50 but 10 ms at p99 on a
+	// loaded machine, twice per execution.
+	if n, err := unix.IoctlGetInt(w.fd, unix.TIOCINQ); err == nil && n == 0 && len(w.moves) == 0 {
+		w.mu.Unlock()
+		return true
+	}
 	w.nextBar++
 	id := w.nextBar
 	c := make(chan struct{})
 	w.bars[id] = c
 	w.mu.Unlock()
+	// The marker is a hard link to the anchor, not a new file: creating
+	// an inode took up to 1.7 ms on ext4 under load, twice per execution,
+	// where a link takes about 15 us. IN_CREATE reports both alike.
 	p := filepath.Join(w.syncDir, strconv.FormatUint(id, 10))
-	fd, err := unix.Open(p, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+	err := unix.Link(filepath.Join(w.syncDir, syncAnchor), p)
 	if err == nil {
-		unix.Close(fd)
 		unix.Unlink(p)
 	}
 	ok := err == nil

@@ -50,6 +50,8 @@ PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 _libc = ctypes.CDLL(None, use_errno=True)
+# The same C library through PyDLL, whose calls keep the GIL: see fork().
+_libc_gil = ctypes.PyDLL(None, use_errno=True)
 
 
 # --- framing -----------------------------------------------------------------
@@ -60,12 +62,20 @@ class Channel:
     With sock (a Unix socket, zygote mode) a frame's first bytes may carry
     descriptors: the output pipes of a session's next execution. recv puts
     them in the frame as "_fds".
+
+    recv keeps what it has read of a frame in a buffer, so a read cut short
+    by an exception (a signal handler of the code's raising while a tool
+    call waits for its answer) loses nothing: the next recv, by whichever
+    thread reads the channel then, goes on from there. One thread at a time
+    may call recv.
     """
 
     def __init__(self, rfd, wfd, sock=None):
         self.rfd, self.wfd = rfd, wfd
         self.sock = sock
         self.lock = threading.Lock()
+        self._buf = bytearray()
+        self._fds = []  # descriptors that came with the frame being read
 
     def send(self, msg):
         data = json.dumps(msg, ensure_ascii=False, default=repr).encode("utf-8", "surrogatepass")
@@ -76,28 +86,36 @@ class Channel:
                 n = os.write(self.wfd, view)
                 view = view[n:]
 
-    def _read_exact(self, n):
-        parts = []
-        while n:
-            b = os.read(self.rfd, n)
-            if not b:
-                raise EOFError("channel closed")
-            parts.append(b)
-            n -= len(b)
-        return b"".join(parts)
+    def _fill(self, want):
+        if self.sock is None:
+            # No descriptors to keep apart: read ahead, so that a frame
+            # (a tool call's answer) usually takes one system call.
+            data = os.read(self.rfd, max(want, 65536))
+        elif not self._buf:
+            data, fds = recv_fds(self.sock, want)
+            self._fds.extend(fds)
+        else:
+            # Exactly what this frame lacks: the next frame's first bytes
+            # may carry descriptors, which recv_fds must receive with them.
+            data = os.read(self.rfd, want)
+        if not data:
+            raise EOFError("channel closed")
+        self._buf += data
 
     def recv(self, header=b""):
         """Reads one frame; header is the part of it already read."""
-        fds = []
-        if not header and self.sock is not None:
-            header, fds = recv_fds(self.sock, 4)
-            if not header:
-                raise EOFError("channel closed")
-        header += self._read_exact(4 - len(header))
-        (n,) = struct.unpack(">I", header)
+        self._buf += header
+        while len(self._buf) < 4:
+            self._fill(4 - len(self._buf))
+        (n,) = struct.unpack(">I", self._buf[:4])
         if n > MAX_FRAME:
             raise ValueError("frame too large")
-        msg = json.loads(self._read_exact(n))
+        while len(self._buf) < 4 + n:
+            self._fill(4 + n - len(self._buf))
+        data = bytes(self._buf[4:4 + n])
+        del self._buf[:4 + n]
+        fds, self._fds = self._fds, []
+        msg = json.loads(data)
         if fds:
             msg["_fds"] = fds
         return msg
@@ -453,6 +471,10 @@ def child_main(chan, limits, outfds=None, header=b"", oneshot=False):
             raise ValueError("expected exec frame")
         if req.get("session"):
             session(chan, limits, req, outfds)  # never returns
+        # Outside a session no frame after this one carries descriptors
+        # (only a session's next exec frame does), so the channel may read
+        # ahead.
+        chan.sock = None
         req["limits"] = dict(limits, **req.get("limits", {}))
         # A --oneshot runner started the interpreter in this very process,
         # and under gVisor on a loaded host that alone can count for a
@@ -512,6 +534,8 @@ def kill_others(isolated):
     """Kills every process left in the sandbox except this one, and reaps."""
     if not isolated:
         return True
+    if not has_children():
+        return True
     for _ in range(2000):
         try:
             os.kill(-1, signal.SIGKILL)
@@ -530,6 +554,39 @@ def kill_others(isolated):
             return True
         time.sleep(0.0005)
     return False
+
+
+def has_children():
+    """Whether anything but this process is left in the sandbox, after
+    reaping what has exited.
+
+    This process is the PID namespace's init, and every process in a
+    namespace descends from its init: once the execution's process is
+    reaped, its survivors are this process's children or below them. So an
+    empty list of children means nothing is left, and the common case skips
+    kill(-1), which walks every process of the host, twice. Where the list
+    cannot be read, the answer is yes (kill_others then does the work).
+    """
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid <= 0:
+            break
+    try:
+        # os.open and os.read, not open(): fewer objects, fewer pages
+        # written in a process whose every page write is a fault.
+        fd = os.open(_CHILDREN, os.O_RDONLY)
+        try:
+            return os.read(fd, 64).strip() != b""
+        finally:
+            os.close(fd)
+    except OSError:
+        return True
+
+
+_CHILDREN = "/proc/self/task/%d/children" % os.getpid()
 
 
 def wipe(path):
@@ -570,8 +627,8 @@ def recv_fds(sock, size):
 
 
 def warm_up():
-    """Runs the execution path once on nothing, so the copy-on-write faults
-    and lazy initialisation it costs happen before a request, not during."""
+    """Runs the execution path once on nothing in the fork server, so the
+    lazy initialisation it costs is done once, not in every child."""
     glb = {"__name__": "__main__", "__builtins__": builtins}
     run_cell("pass\n1", glb)
     encode_result({"a": [1, 2.5, "x", None]}, 1 << 20)
@@ -579,25 +636,60 @@ def warm_up():
     codecs.getincrementaldecoder("utf-8")("replace").decode(b"x")
 
 
+def fork():
+    """fork(2) through the C library, without os.fork's bookkeeping.
+
+    os.fork runs CPython's after-fork handlers in the child (thread state,
+    locks, threading._after_fork, signal state): on this kind of VM those
+    alone cost about 160 copy-on-write page faults, a third of a child's
+    faults before it runs the code. They exist for a process that had other
+    threads or modules that reseed (random) when it forked; the fork server
+    has neither (it starts no thread and imports no such module: checked
+    here, with os.fork the fallback). glibc's fork still runs its own
+    atfork handlers. Through PyDLL the call keeps the GIL, so the child
+    starts holding it as the parent's only thread did.
+    """
+    if (threading.active_count() != 1 or "random" in sys.modules
+            or sys.implementation.name != "cpython"
+            or not getattr(sys, "_is_gil_enabled", lambda: True)()):
+        # Or an interpreter whose state after a fork this was not made for:
+        # another implementation, or a free-threaded build.
+        return os.fork()
+    pid = _libc_gil.fork()
+    if pid < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    if pid == 0:
+        # What threading._after_fork would correct for the main thread.
+        set_native_id = getattr(threading.main_thread(), "_set_native_id", None)
+        if set_native_id is not None:
+            set_native_id()
+    return pid
+
+
 def prefork(ctl):
     """Forks the next execution's process ahead of need and hands the host
     its channel.
 
-    The child warms up and waits on the channel. The host's exec frame
-    arrives there directly, its first four bytes carrying the stdout and
+    The child waits on the channel, having touched nothing. The host's exec
+    frame arrives there directly, its first four bytes carrying the stdout and
     stderr pipes as SCM_RIGHTS, so the zygote is not on an execution's path.
     It is forked after the previous execution was cleaned up, so no
     execution has touched it.
     """
     host, mine = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    pid = os.fork()
+    pid = fork()
     if pid == 0:
         # Dies with the zygote: in development there is no PID namespace to
         # take it down.
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         ctl.close()
         host.close()
-        warm_up()
+        # No warm-up here (the fork server ran it before its first fork):
+        # a child touches only the pages its execution needs. Running the
+        # path once more here took the faults off the critical path but
+        # cost each execution about 0.5 ms more CPU in all, which on a
+        # loaded machine is latency too.
         try:
             header, fds = recv_fds(mine, 4)
         except OSError:
