@@ -21,6 +21,7 @@ func (s *Server) initMetrics() {
 		// process_resident_memory_bytes is how an operator watches the
 		// idle memory budget.
 		Runtime: true,
+		Replica: s.replica,
 		Upstreams: func() []metrics.Upstream {
 			sts := s.up.Statuses()
 			out := make([]metrics.Upstream, len(sts))
