@@ -81,7 +81,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 
 func serveHTTP(ctx context.Context, a *app, addr string) error {
 	h, err := httpapi.Handler(httpapi.Options{Server: a.server.MCP(), AllowedOrigins: a.cfg.HTTP.AllowedOrigins,
-		Tokens: a.cfg.HTTP.Tokens, API: a.server.API(), Metrics: a.server.MetricsHandler(), Gate: a.server.Gate(), Logger: server.SDKLogger(a.log)})
+		Tokens: a.cfg.HTTP.Tokens, API: a.server.API(), Metrics: a.server.MetricsHandler(), Gate: a.server.Gate(), Logger: server.SDKLogger(a.log), Replica: a.replica})
 	if err != nil {
 		return err
 	}

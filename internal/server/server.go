@@ -99,6 +99,7 @@ type Server struct {
 	volErr  error
 	ownVols bool
 	metrics *metrics.Metrics
+	health  sandboxHealth // for /readyz
 	replica string
 	log     *slog.Logger
 	mcp     *mcp.Server
