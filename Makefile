@@ -10,9 +10,11 @@ COMMIT  ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HE
 BIN     := bin/codecell
 # Debian packages the sandbox needs: bubblewrap (production), runsc (gVisor,
 # hardened), Python and matplotlib (figures come back as images), e2fsprogs
-# (mkfs.ext4, for the workspaces' images); Node and npm run the real upstream MCP servers of the
+# (mkfs.ext4, for the workspaces' images), PostgreSQL and HAProxy (the
+# replicas' store and balancer: tests and `make replicas` run their own,
+# never the system's services); Node and npm run the real upstream MCP servers of the
 # tests (installed only when missing: a machine's own Node is kept).
-DEBS    := bubblewrap runsc python3 python3-venv python3-pip python3-matplotlib e2fsprogs
+DEBS    := bubblewrap runsc python3 python3-venv python3-pip python3-matplotlib e2fsprogs postgresql haproxy
 NPM_DIR := testdata/npm
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
