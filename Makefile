@@ -18,7 +18,7 @@ DEBS    := bubblewrap runsc python3 python3-venv python3-pip python3-matplotlib 
 NPM_DIR := testdata/npm
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps npm-deps browser-deps build run test bench fuzz clean
+.PHONY: all deps npm-deps browser-deps build run replicas test bench fuzz clean
 
 all: build
 
@@ -56,6 +56,11 @@ run: deps build
 	$(BIN) doctor
 	@echo "dashboard: http://$(ADDR)/  MCP endpoint: http://$(ADDR)/mcp"
 	$(BIN) serve --http $(ADDR)
+
+# Three replicas on one data dir and a PostgreSQL of their own, behind HAProxy
+# at http://$(ADDR)/mcp (deploy/replicas.sh; README: "Several replicas").
+replicas: deps build
+	ADDR=$(ADDR) deploy/replicas.sh
 
 test: deps npm-deps browser-deps
 	$(GO) vet ./...
