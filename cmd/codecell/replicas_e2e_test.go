@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -651,4 +652,97 @@ func TestReplicas(t *testing.T) {
 		t.Errorf("token %s: %q %v %v", token, v, ok, err)
 	}
 	t.Logf("%d executions and %d skill saves returned, all in the database", returned, saved)
+}
+
+var replicasBench = flag.Bool("replicas-bench", false, "run TestReplicasThroughput, the measurement of BENCHMARKS.md's replicas section")
+
+// TestReplicasThroughput measures what BENCHMARKS.md reports for several
+// replicas: trivial executions per second through HAProxy with 1, 2 and 3
+// replicas (8 clients, each with its own MCP session), and the time from a
+// replica's SIGKILL to the next successful call of a client that was on
+// it, reconnecting through the balancer. It runs only with
+// -replicas-bench: it measures, it does not test.
+func TestReplicasThroughput(t *testing.T) {
+	if !*replicasBench {
+		t.Skip("a measurement: run with -replicas-bench")
+	}
+	const clients, calls = 8, 40 // calls per client
+	sandboxCfg := `{"isolation": "production", "python": "/usr/bin/python3", "pool": 4, "timeout": "60s"}`
+	for n := 1; n <= 3; n++ {
+		t.Run(fmt.Sprintf("replicas=%d", n), func(t *testing.T) {
+			c := startCluster(t, n, sandboxCfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			time.Sleep(3 * time.Second) // HAProxy's checks mark the unused server lines down
+			cls := make([]*lbClient, clients)
+			for i := range cls {
+				cl, err := connectLB(ctx, c.lb)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cls[i] = cl
+				t.Cleanup(func() { cl.cs.Close() })
+				for range 3 { // warm: each session's first calls
+					if _, err := cl.exec(ctx, "print(1)", ""); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			start := time.Now()
+			var wg sync.WaitGroup
+			for _, cl := range cls {
+				wg.Go(func() {
+					for range calls {
+						if _, err := cl.exec(ctx, "print(1)", ""); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			el := time.Since(start)
+			spread := map[string]int{}
+			for _, cl := range cls {
+				spread[cl.replica()]++
+			}
+			t.Logf("replicas=%d: %d executions in %v: %.1f/s (sessions per replica %v)",
+				n, clients*calls, el.Round(time.Millisecond), float64(clients*calls)/el.Seconds(), spread)
+		})
+	}
+	for rep := 1; rep <= 3; rep++ {
+		t.Run(fmt.Sprintf("failover-%d", rep), func(t *testing.T) {
+			c := startCluster(t, 3, sandboxCfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			cl, err := connectLB(ctx, c.lb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cl.exec(ctx, "print(1)", ""); err != nil {
+				t.Fatal(err)
+			}
+			victim := cl.replica()
+			for _, r := range c.replicas {
+				if r.name == victim {
+					r.cmd.Process.Signal(syscall.SIGKILL)
+				}
+			}
+			killed := time.Now()
+			cur := cl
+			for {
+				if _, err := cur.exec(ctx, "print(1)", ""); err == nil {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatal("no successful call after the kill")
+				}
+				if ncl, err := connectLB(ctx, c.lb); err == nil {
+					cur = ncl
+					t.Cleanup(func() { ncl.cs.Close() })
+				}
+			}
+			t.Logf("failover: replica %s killed; next successful call (after reconnecting) %v later", victim, time.Since(killed).Round(time.Millisecond))
+		})
+	}
 }
