@@ -105,7 +105,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	if err := os.MkdirAll(dataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	replica := g.replicaName()
+	replica := g.replicaName(cfg)
 	db, err := store.OpenWith(store.Options{Path: dbPath(dataDir), URL: cfg.Store.URL, Replica: replica})
 	if err != nil {
 		return nil, fmt.Errorf("open the database: %w", err)
@@ -219,12 +219,13 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	return &app{proc: proc, db: db, cfg: cfg, dataDir: dataDir, log: log, sandbox: mgr, volumes: vols, upstreams: ups, server: srv, replica: replica}, nil
 }
 
-// replicaName is this process's name among replicas: --replica, else the
-// host's name (a Kubernetes pod's name), which stays the same across a
-// restart in place, so that a restarted replica clears its own session
-// records.
-func (g *globals) replicaName() string {
-	if g.replica != "" {
+// replicaName is this process's name among replicas: --replica; else, with
+// store.url (replicas share the database), the host's name (a Kubernetes
+// pod's name), which stays the same across a restart in place, so that a
+// restarted replica clears its own session records; else "" (a lone
+// server: no replica label on its metrics).
+func (g *globals) replicaName(cfg *config.Config) string {
+	if g.replica != "" || cfg.Store.URL == "" {
 		return g.replica
 	}
 	h, err := os.Hostname()

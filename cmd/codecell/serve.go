@@ -22,7 +22,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	insecure := fs.Bool("insecure-no-auth", false, "allow a non-loopback --http address without http.tokens")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to FILE (for performance work)")
 	toolsets := fs.String("toolsets", "", "comma-separated toolsets to list, or all (overrides the config's toolsets)")
-	fs.StringVar(&g.replica, "replica", "", "this replica's name among several sharing store.url, in metrics and session records (default: the host name)")
+	fs.StringVar(&g.replica, "replica", "", "this replica's name among several sharing store.url, in metrics and session records (default: the host name with store.url, else none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func runSkills(ctx context.Context, g *globals, args []string) error {
 		}
 		return fmt.Errorf("skill %s: %w", positional[0], skills.ErrNotFound)
 	}
-	db, err := store.OpenWith(store.Options{Path: dbPath(dataDir), URL: cfg.Store.URL, Replica: g.replicaName()})
+	db, err := store.OpenWith(store.Options{Path: dbPath(dataDir), URL: cfg.Store.URL, Replica: g.replicaName(cfg)})
 	if err != nil {
 		return fmt.Errorf("open the database: %w", err)
 	}
