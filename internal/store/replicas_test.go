@@ -156,3 +156,32 @@ func TestURLRedaction(t *testing.T) {
 		t.Errorf("open of an unreachable server: %v", err)
 	}
 }
+
+// TestPostgresRefusesNewerSchema: as with SQLite, a database migrated by a
+// newer codecell is refused, not guessed at; reopening a current one
+// applies nothing twice.
+func TestPostgresRefusesNewerSchema(t *testing.T) {
+	url := pgtest.NewDB(t)
+	ctx := context.Background()
+	s := openPG(t, url, "")
+	if _, err := s.RecordExecution(ctx, Execution{Namespace: "a", Code: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	again := openPG(t, url, "")
+	var rows int
+	if err := again.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&rows); err != nil || rows != len(mustMigrations(t)) {
+		t.Fatalf("%d schema_migrations rows (%v), want %d", rows, err, len(mustMigrations(t)))
+	}
+	if got, _ := again.ListExecutions(ctx, "a", 0, 0); len(got) != 1 {
+		t.Errorf("%d executions after reopening, want 1", len(got))
+	}
+	known, _ := s.SchemaVersion(ctx)
+	if _, err := s.w.ExecContext(ctx, s.q("INSERT INTO schema_migrations VALUES (?, 'future.sql', 0)"), known+1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenWith(Options{URL: url})
+	var tooNew *SchemaTooNewError
+	if !errors.As(err, &tooNew) || tooNew.OnDisk != known+1 || tooNew.Known != known {
+		t.Fatalf("OpenWith = %v, want *SchemaTooNewError{%d, %d}", err, known+1, known)
+	}
+}
