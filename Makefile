@@ -73,6 +73,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'WorkspaceSize|PythonSpawn' -benchtime 500x -timeout 60m ./cmd/codecell/
 	$(GO) test -run '^$$' -bench 'Search' ./internal/catalog/
 	$(GO) test -run '^$$' -bench 'AggregateMillion' -benchtime 3x ./internal/analysis/
+	$(GO) test -run 'TestReplicasThroughput' -v -timeout 30m ./cmd/codecell/ -args -replicas-bench
 
 # A short run of every fuzz target.
 fuzz:

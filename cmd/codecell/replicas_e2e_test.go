@@ -654,14 +654,14 @@ func TestReplicas(t *testing.T) {
 	t.Logf("%d executions and %d skill saves returned, all in the database", returned, saved)
 }
 
-var replicasBench = flag.Bool("replicas-bench", false, "run TestReplicasThroughput, the measurement of BENCHMARKS.md's replicas section")
+var replicasBench = flag.Bool("replicas-bench", false, "run TestReplicasThroughput, the measurement in BENCHMARKS.md (go test -run TestReplicasThroughput ./cmd/codecell/ -args -replicas-bench)")
 
 // TestReplicasThroughput measures what BENCHMARKS.md reports for several
 // replicas: trivial executions per second through HAProxy with 1, 2 and 3
 // replicas (8 clients, each with its own MCP session), and the time from a
 // replica's SIGKILL to the next successful call of a client that was on
 // it, reconnecting through the balancer. It runs only with
-// -replicas-bench: it measures, it does not test.
+// -replicas-bench (after -args): it measures, it does not test.
 func TestReplicasThroughput(t *testing.T) {
 	if !*replicasBench {
 		t.Skip("a measurement: run with -replicas-bench")
