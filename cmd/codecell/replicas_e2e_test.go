@@ -666,7 +666,7 @@ func TestReplicasThroughput(t *testing.T) {
 	if !*replicasBench {
 		t.Skip("a measurement: run with -replicas-bench")
 	}
-	const clients, calls = 8, 40 // calls per client
+	const clients, calls = 8, 100 // calls per client
 	sandboxCfg := `{"isolation": "production", "python": "/usr/bin/python3", "pool": 4, "timeout": "60s"}`
 	for n := 1; n <= 3; n++ {
 		t.Run(fmt.Sprintf("replicas=%d", n), func(t *testing.T) {
