@@ -715,10 +715,20 @@ func TestReplicasThroughput(t *testing.T) {
 			c := startCluster(t, 3, sandboxCfg)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
+			connStart := time.Now()
 			cl, err := connectLB(ctx, c.lb)
 			if err != nil {
 				t.Fatal(err)
 			}
+			through := time.Since(connStart)
+			connStart = time.Now()
+			dcl, err := connectLB(ctx, "http://"+c.replicas[0].addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("opening a session: %v through HAProxy, %v straight to a replica",
+				through.Round(time.Millisecond), time.Since(connStart).Round(time.Millisecond))
+			dcl.cs.Close()
 			if _, err := cl.exec(ctx, "print(1)", ""); err != nil {
 				t.Fatal(err)
 			}
@@ -730,18 +740,25 @@ func TestReplicasThroughput(t *testing.T) {
 			}
 			killed := time.Now()
 			cur := cl
+			var failedAfter, reconnectedAfter time.Duration // to the first error, to the new session
 			for {
 				if _, err := cur.exec(ctx, "print(1)", ""); err == nil {
 					break
+				}
+				if failedAfter == 0 {
+					failedAfter = time.Since(killed)
 				}
 				if ctx.Err() != nil {
 					t.Fatal("no successful call after the kill")
 				}
 				if ncl, err := connectLB(ctx, c.lb); err == nil {
 					cur = ncl
+					reconnectedAfter = time.Since(killed)
 					t.Cleanup(func() { ncl.cs.Close() })
 				}
 			}
+			t.Logf("failover: the old session's call failed after %v, a new session was open after %v",
+				failedAfter.Round(time.Millisecond), reconnectedAfter.Round(time.Millisecond))
 			t.Logf("failover: replica %s killed; next successful call (after reconnecting) %v later", victim, time.Since(killed).Round(time.Millisecond))
 		})
 	}
