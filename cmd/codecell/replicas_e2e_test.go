@@ -674,40 +674,13 @@ func TestReplicasThroughput(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			time.Sleep(3 * time.Second) // HAProxy's checks mark the unused server lines down
-			cls := make([]*lbClient, clients)
-			for i := range cls {
-				cl, err := connectLB(ctx, c.lb)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cls[i] = cl
-				t.Cleanup(func() { cl.cs.Close() })
-				for range 3 { // warm: each session's first calls
-					if _, err := cl.exec(ctx, "print(1)", ""); err != nil {
-						t.Fatal(err)
-					}
-				}
+			rate, spread := measureThroughput(ctx, t, c.lb, clients, calls)
+			t.Logf("replicas=%d: %.1f executions/s through HAProxy (%d clients, %d executions; sessions per replica %v)",
+				n, rate, clients, clients*calls, spread)
+			if n == 1 {
+				rate, _ := measureThroughput(ctx, t, "http://"+c.replicas[0].addr, clients, calls)
+				t.Logf("replicas=1: %.1f executions/s straight to the replica", rate)
 			}
-			start := time.Now()
-			var wg sync.WaitGroup
-			for _, cl := range cls {
-				wg.Go(func() {
-					for range calls {
-						if _, err := cl.exec(ctx, "print(1)", ""); err != nil {
-							t.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			el := time.Since(start)
-			spread := map[string]int{}
-			for _, cl := range cls {
-				spread[cl.replica()]++
-			}
-			t.Logf("replicas=%d: %d executions in %v: %.1f/s (sessions per replica %v)",
-				n, clients*calls, el.Round(time.Millisecond), float64(clients*calls)/el.Seconds(), spread)
 		})
 	}
 	for rep := 1; rep <= 3; rep++ {
@@ -762,4 +735,45 @@ func TestReplicasThroughput(t *testing.T) {
 			t.Logf("failover: replica %s killed; next successful call (after reconnecting) %v later", victim, time.Since(killed).Round(time.Millisecond))
 		})
 	}
+}
+
+// measureThroughput opens clients MCP sessions on base, warms each, then
+// has them all run calls trivial executions at once, and returns the
+// executions per second and the sessions per replica.
+func measureThroughput(ctx context.Context, t *testing.T, base string, clients, calls int) (float64, map[string]int) {
+	t.Helper()
+	cls := make([]*lbClient, clients)
+	for i := range cls {
+		cl, err := connectLB(ctx, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cls[i] = cl
+		t.Cleanup(func() { cl.cs.Close() })
+		for range 3 { // warm: each session's first calls
+			if _, err := cl.exec(ctx, "print(1)", ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, cl := range cls {
+		wg.Go(func() {
+			for range calls {
+				if _, err := cl.exec(ctx, "print(1)", ""); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	spread := map[string]int{}
+	for _, cl := range cls {
+		spread[cl.replica()]++
+		cl.cs.Close()
+	}
+	return float64(clients*calls) / el.Seconds(), spread
 }
