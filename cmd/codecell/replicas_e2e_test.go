@@ -346,6 +346,19 @@ func TestReplicas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
+	// Each replica's metrics carry its name.
+	for _, r := range c.replicas {
+		resp, err := http.Get("http://" + r.addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), fmt.Sprintf("codecell_pool_sandboxes{replica=%q,", r.name)) {
+			t.Errorf("replica %s: its metrics lack the replica label:\n%s", r.name, tail(string(body), 20))
+		}
+	}
+
 	// Affinity: each client's interpreter session counts 1, 2, 3 (a call
 	// landing on another replica would get 404, or a new interpreter).
 	// Interpreter sessions belong to the namespace, so each client has its
