@@ -399,6 +399,7 @@ func TestParseErrors(t *testing.T) {
 		{"store url not postgres", `{"store": {"url": "mysql://x@y/z"}}`, nil, []want{{"store.url", "must be a PostgreSQL URL"}}},
 		{"store url variable missing", `{"store": {"url": "${NOPE}"}}`, nil, []want{{"store.url", "NOPE"}}},
 		{"unknown store key", `{"store": {"dsn": "x"}}`, nil, []want{{"store.dsn", "unknown key"}}},
+		{"images with replicas", `{"store": {"url": "postgres://x@y/z"}, "sandbox": {"workspaceImages": "on"}}`, nil, []want{{"sandbox.workspaceImages", `"on" cannot go with store.url`}}},
 
 		// Toolsets.
 		{"unknown toolset", `{"toolsets": ["exec", "shell"]}`, nil, []want{{"toolsets[1]", `unknown toolset "shell"`}}},
