@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/envs"
@@ -195,6 +196,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		DataDir: dataDir, SystemPython: sb.Python, Wheelhouse: sb.Wheelhouse, IndexURL: sb.IndexURL,
 		UV: lookPath("uv"), Conda: lookPath("conda"), Runner: mgr, Store: db, ExternalRoots: sb.ExternalEnvironments,
 		IndexURLs: sb.IndexURLs, IndexHosts: sb.IndexHosts, AllowBuilds: sb.AllowBuilds,
+		Fresh: envFresh(cfg),
 	})
 	skillsMgr, err := skills.New(skills.Options{Store: db, Dir: skillsDir(dataDir), Logger: log})
 	if err != nil {
@@ -233,6 +235,17 @@ func (g *globals) replicaName(cfg *config.Config) string {
 		return ""
 	}
 	return h
+}
+
+// envFresh is how long a replica trusts a namespace's environment choice it
+// read: with store.url another replica may change it (configure_environment
+// on a session that lives there), so it is read again after this; a lone
+// server is the only writer and trusts it for good.
+func envFresh(cfg *config.Config) time.Duration {
+	if cfg.Store.URL == "" {
+		return 0
+	}
+	return 2 * time.Second
 }
 
 // lookPath is the absolute path of a program on PATH, or "".
