@@ -120,3 +120,28 @@ func redactURL(err error, u string) error {
 	}
 	return fmt.Errorf("%s", strings.ReplaceAll(err.Error(), pass, "****"))
 }
+
+// CheckURL reports whether the PostgreSQL database url names answers, and
+// the schema version codecell last migrated it to (0 for none yet),
+// without changing anything: for codecell doctor. Errors never show the
+// URL's password.
+func CheckURL(ctx context.Context, url string) (int, error) {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return 0, redactURL(err, url)
+	}
+	defer db.Close()
+	if err := db.PingContext(ctx); err != nil {
+		return 0, redactURL(err, url)
+	}
+	var exists bool
+	if err := db.QueryRowContext(ctx, "SELECT to_regclass('schema_migrations') IS NOT NULL").Scan(&exists); err != nil || !exists {
+		return 0, redactURL(err, url)
+	}
+	var v int
+	err = db.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&v)
+	return v, redactURL(err, url)
+}
+
+// SafeURL is url without its password, for messages.
+func SafeURL(url string) string { return safeURL(url) }

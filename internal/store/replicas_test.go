@@ -185,3 +185,20 @@ func TestPostgresRefusesNewerSchema(t *testing.T) {
 		t.Fatalf("OpenWith = %v, want *SchemaTooNewError{%d, %d}", err, known+1, known)
 	}
 }
+
+// TestCheckURL: doctor's check reads the schema version and changes
+// nothing.
+func TestCheckURL(t *testing.T) {
+	url := pgtest.NewDB(t)
+	ctx := context.Background()
+	if v, err := CheckURL(ctx, url); err != nil || v != 0 {
+		t.Fatalf("new database: %d, %v", v, err)
+	}
+	if v, err := CheckURL(ctx, url); err != nil || v != 0 {
+		t.Fatalf("checked twice: %d, %v (the check must not migrate)", v, err)
+	}
+	openPG(t, url, "")
+	if v, err := CheckURL(ctx, url); err != nil || v != len(mustMigrations(t)) {
+		t.Fatalf("migrated: %d, %v", v, err)
+	}
+}
