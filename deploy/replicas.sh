@@ -66,7 +66,8 @@ for port in $PORTS; do
 done
 for port in $PORTS; do
 	n=0
-	until curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
+	# python3, not curl: make deps installs the one, not the other.
+	until python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/readyz', timeout=15)" >/dev/null 2>&1; do
 		n=$((n + 1))
 		[ $n -lt 600 ] || { echo "replica on $port not ready; see $DIR/r*.log" >&2; exit 1; }
 		sleep 0.2
