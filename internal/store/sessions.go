@@ -38,6 +38,10 @@ func (s *Store) TouchSession(ctx context.Context, ns, id string, t time.Time) er
 	return nil
 }
 
+// Replica is the replica name this Store records sessions under
+// (Options.Replica).
+func (s *Store) Replica() string { return s.replica }
+
 // ClearSessions deletes every session record of this Store's replica: on
 // start-up, as no interpreter outlives the process that ran it. Other
 // replicas' records are theirs.
