@@ -624,6 +624,17 @@ func TestReplicas(t *testing.T) {
 		}
 	}
 
+	// A reconnected client that asks for its old interpreter session gets
+	// a new one, and is told where the old one was.
+	ncl, err := connectLB(ctx, c.lb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ncl.cs.Close()
+	if out, err := ncl.exec(ctx, counter, "s0"); err != nil || !out.SessionStarted || out.SessionElsewhere != victim || out.Stdout != "1\n" {
+		t.Errorf("client 0's old session s0 after the kill, on %s: %+v, %v; want a new session naming %s", ncl.replica(), out, err, victim)
+	}
+
 	// Nothing committed is lost.
 	db, err := store.OpenWith(store.Options{URL: c.pgURL, Replica: "check"})
 	if err != nil {
