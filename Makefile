@@ -10,13 +10,15 @@ COMMIT  ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HE
 BIN     := bin/codecell
 # Debian packages the sandbox needs: bubblewrap (production), runsc (gVisor,
 # hardened), Python and matplotlib (figures come back as images), e2fsprogs
-# (mkfs.ext4, for the workspaces' images); Node and npm run the real upstream MCP servers of the
+# (mkfs.ext4, for the workspaces' images), PostgreSQL and HAProxy (the
+# replicas' store and balancer: tests and `make replicas` run their own,
+# never the system's services); Node and npm run the real upstream MCP servers of the
 # tests (installed only when missing: a machine's own Node is kept).
-DEBS    := bubblewrap runsc python3 python3-venv python3-pip python3-matplotlib e2fsprogs
+DEBS    := bubblewrap runsc python3 python3-venv python3-pip python3-matplotlib e2fsprogs postgresql haproxy
 NPM_DIR := testdata/npm
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps npm-deps browser-deps build run test bench fuzz clean
+.PHONY: all deps npm-deps browser-deps build run replicas test bench fuzz clean
 
 all: build
 
@@ -55,6 +57,11 @@ run: deps build
 	@echo "dashboard: http://$(ADDR)/  MCP endpoint: http://$(ADDR)/mcp"
 	$(BIN) serve --http $(ADDR)
 
+# Three replicas on one data dir and a PostgreSQL of their own, behind HAProxy
+# at http://$(ADDR)/mcp (deploy/replicas.sh; README: "Several replicas").
+replicas: deps build
+	ADDR=$(ADDR) deploy/replicas.sh
+
 test: deps npm-deps browser-deps
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
@@ -66,6 +73,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'WorkspaceSize|PythonSpawn' -benchtime 500x -timeout 60m ./cmd/codecell/
 	$(GO) test -run '^$$' -bench 'Search' ./internal/catalog/
 	$(GO) test -run '^$$' -bench 'AggregateMillion' -benchtime 3x ./internal/analysis/
+	$(GO) test -run 'TestReplicasThroughput' -v -timeout 30m ./cmd/codecell/ -args -replicas-bench
 
 # A short run of every fuzz target.
 fuzz:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/envs"
@@ -32,6 +33,7 @@ type app struct {
 	volumes   *workspace.Volumes
 	upstreams *upstream.Manager
 	server    *server.Server
+	replica   string // this process's name among replicas; see replicaName
 }
 
 // workspaceImages is the image mode sandbox.workspaceImages asks for on this
@@ -43,6 +45,12 @@ func workspaceImages(cfg *config.Config, dataDir string) (workspace.ImageMode, s
 		return workspace.ImagesOn, ""
 	case "off":
 		return workspace.ImagesOff, "sandbox.workspaceImages is off"
+	}
+	if cfg.Store.URL != "" {
+		// Replicas share the database, and so the data dir, perhaps from
+		// several machines: an image mounted by one is a block device
+		// another must not mount at once.
+		return workspace.ImagesOff, "store.url is set: replicas share the data dir"
 	}
 	if fs := workspace.NetworkFilesystem(dataDir); fs != "" {
 		return workspace.ImagesOff, "the data dir is on " + fs + ", which several machines may mount"
@@ -98,7 +106,8 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	if err := os.MkdirAll(dataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	db, err := store.Open(dbPath(dataDir))
+	replica := g.replicaName(cfg)
+	db, err := store.OpenWith(store.Options{Path: dbPath(dataDir), URL: cfg.Store.URL, Replica: replica})
 	if err != nil {
 		return nil, fmt.Errorf("open the database: %w", err)
 	}
@@ -187,6 +196,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		DataDir: dataDir, SystemPython: sb.Python, Wheelhouse: sb.Wheelhouse, IndexURL: sb.IndexURL,
 		UV: lookPath("uv"), Conda: lookPath("conda"), Runner: mgr, Store: db, ExternalRoots: sb.ExternalEnvironments,
 		IndexURLs: sb.IndexURLs, IndexHosts: sb.IndexHosts, AllowBuilds: sb.AllowBuilds,
+		Fresh: envFresh(cfg),
 	})
 	skillsMgr, err := skills.New(skills.Options{Store: db, Dir: skillsDir(dataDir), Logger: log})
 	if err != nil {
@@ -196,7 +206,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		proc.Release()
 		return nil, err
 	}
-	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, Skills: skillsMgr, GenDir: genDir, DataDir: dataDir, Volumes: vols, Version: version, Logger: log, Gate: gate})
+	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, Skills: skillsMgr, GenDir: genDir, DataDir: dataDir, Volumes: vols, Version: version, Logger: log, Gate: gate, Replica: replica})
 	if err != nil {
 		mgr.Close()
 		vols.Close()
@@ -208,7 +218,34 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	if level == sandbox.Development {
 		log.Warn("isolation level development: code runs as a plain subprocess with limits only, not in a sandbox")
 	}
-	return &app{proc: proc, db: db, cfg: cfg, dataDir: dataDir, log: log, sandbox: mgr, volumes: vols, upstreams: ups, server: srv}, nil
+	return &app{proc: proc, db: db, cfg: cfg, dataDir: dataDir, log: log, sandbox: mgr, volumes: vols, upstreams: ups, server: srv, replica: replica}, nil
+}
+
+// replicaName is this process's name among replicas: --replica; else, with
+// store.url (replicas share the database), the host's name (a Kubernetes
+// pod's name), which stays the same across a restart in place, so that a
+// restarted replica clears its own session records; else "" (a lone
+// server: no replica label on its metrics).
+func (g *globals) replicaName(cfg *config.Config) string {
+	if g.replica != "" || cfg.Store.URL == "" {
+		return g.replica
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
+// envFresh is how long a replica trusts a namespace's environment choice it
+// read: with store.url another replica may change it (configure_environment
+// on a session that lives there), so it is read again after this; a lone
+// server is the only writer and trusts it for good.
+func envFresh(cfg *config.Config) time.Duration {
+	if cfg.Store.URL == "" {
+		return 0
+	}
+	return 2 * time.Second
 }
 
 // lookPath is the absolute path of a program on PATH, or "".

@@ -16,6 +16,7 @@ import (
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/seccomp"
 	"github.com/codecell/codecell/internal/server"
+	"github.com/codecell/codecell/internal/store"
 	"github.com/codecell/codecell/internal/upstream"
 	"github.com/codecell/codecell/internal/workspace"
 )
@@ -33,6 +34,7 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 	defer w.Flush()
 	fmt.Fprintf(w, "config\t%s\n", cfg.Source())
 	fmt.Fprintf(w, "data dir\t%s\n", dataDir)
+	fmt.Fprintf(w, "store\t%s\n", storeState(ctx, cfg, dataDir))
 	fmt.Fprintf(w, "python\t%s\n", pythonVersion(ctx, cfg.Sandbox.Python))
 
 	configured, _ := sandbox.ParseLevel(cfg.Sandbox.Isolation)
@@ -140,6 +142,21 @@ func workspaceState(cfg *config.Config, dataDir string) (string, error) {
 		fmt.Fprintf(&b, "; changes tracked with inotify (at most %s directories per user)", strings.TrimSpace(string(data)))
 	}
 	return b.String(), err
+}
+
+// storeState says where the records live and, for PostgreSQL, whether it
+// answers; it changes nothing (no migration).
+func storeState(ctx context.Context, cfg *config.Config, dataDir string) string {
+	if cfg.Store.URL == "" {
+		return "SQLite " + dbPath(dataDir)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := store.CheckURL(ctx, cfg.Store.URL)
+	if err != nil {
+		return fmt.Sprintf("PostgreSQL %s: UNREACHABLE: %v", store.SafeURL(cfg.Store.URL), err)
+	}
+	return fmt.Sprintf("PostgreSQL %s: ok (schema version %d)", store.SafeURL(cfg.Store.URL), v)
 }
 
 func pythonVersion(ctx context.Context, python string) string {

@@ -109,6 +109,7 @@ type globals struct {
 	dataDirFlag    string
 	logLevel       string
 	logFormat      string
+	replica        string // serve's --replica
 	// inProcess are upstream servers hosted by this process (codecell
 	// bench); newApp connects them in memory.
 	inProcess map[string]*mcp.Server

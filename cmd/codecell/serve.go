@@ -22,6 +22,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	insecure := fs.Bool("insecure-no-auth", false, "allow a non-loopback --http address without http.tokens")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to FILE (for performance work)")
 	toolsets := fs.String("toolsets", "", "comma-separated toolsets to list, or all (overrides the config's toolsets)")
+	fs.StringVar(&g.replica, "replica", "", "this replica's name among several sharing store.url, in metrics and session records (default: the host name with store.url, else none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 
 func serveHTTP(ctx context.Context, a *app, addr string) error {
 	h, err := httpapi.Handler(httpapi.Options{Server: a.server.MCP(), AllowedOrigins: a.cfg.HTTP.AllowedOrigins,
-		Tokens: a.cfg.HTTP.Tokens, API: a.server.API(), Metrics: a.server.MetricsHandler(), Gate: a.server.Gate(), Logger: server.SDKLogger(a.log)})
+		Tokens: a.cfg.HTTP.Tokens, API: a.server.API(), Metrics: a.server.MetricsHandler(), Gate: a.server.Gate(), Logger: server.SDKLogger(a.log), Replica: a.replica})
 	if err != nil {
 		return err
 	}

@@ -42,21 +42,21 @@ func runSkills(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, dataDir, err := g.loadConfig()
+	cfg, dataDir, err := g.loadConfig()
 	if err != nil {
 		return err
 	}
 	print := printer(g.stdout, *asJSON)
 
 	// No database yet means no skills; do not create one to say so.
-	if _, err := os.Stat(dbPath(dataDir)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(dbPath(dataDir)); cfg.Store.URL == "" && errors.Is(err, os.ErrNotExist) {
 		if sub == "list" {
 			none := server.ListSkillsOutput{Skills: []server.SkillInfo{}}
 			return print(none, none.Text())
 		}
 		return fmt.Errorf("skill %s: %w", positional[0], skills.ErrNotFound)
 	}
-	db, err := store.Open(dbPath(dataDir))
+	db, err := store.OpenWith(store.Options{Path: dbPath(dataDir), URL: cfg.Store.URL, Replica: g.replicaName(cfg)})
 	if err != nil {
 		return fmt.Errorf("open the database: %w", err)
 	}

@@ -23,6 +23,7 @@ type Config struct {
 	PII        PII
 	HTTP       HTTP
 	Sessions   Sessions
+	Store      Store
 	Toolsets   []string // expanded: never contains "all"; default DefaultToolsets (the lean code-mode surface)
 }
 
@@ -153,6 +154,16 @@ type HTTP struct {
 type Sessions struct {
 	IdleTimeout     time.Duration // JSON "idleTimeout", default 30m
 	MaxPerNamespace int           // JSON "maxPerNamespace", default 8, min 1
+}
+
+// Store says where codecell's records live.
+type Store struct {
+	// URL (JSON "url") is a PostgreSQL connection URL, postgres://... or
+	// postgresql://...: the records live there, shared by every replica
+	// that names it. "" (the default) keeps them in the SQLite file in the
+	// data dir. It may hold a password (write it as ${VAR}); errors never
+	// print it.
+	URL string
 }
 
 // defaultServerTimeout bounds one upstream tool call unless the server's

@@ -193,10 +193,12 @@ func TestParseFull(t *testing.T) {
     "allowedOrigins": ["HTTPS://App.Example:443/", "http://localhost:3000"]
   },
   "sessions": {"idleTimeout": "1h", "maxPerNamespace": 2},
+  "store": {"url": "postgres://codecell:${PG_PASSWORD}@db.internal/codecell"},
   "toolsets": ["stats", "exec", "discovery", "exec"]
 }`
 	env := envOf(map[string]string{
 		"DATA_DIR": "/data", "KEY_NAME": "MY_KEY", "API_KEY": "k-123", "TOKEN_A": "aaaaaaaaaaaaaaaaaaaa",
+		"PG_PASSWORD": "pw",
 	})
 	c, err := Parse("full.json", []byte(data), env)
 	if err != nil {
@@ -231,6 +233,7 @@ func TestParseFull(t *testing.T) {
 			AllowedOrigins: []string{"https://app.example", "http://localhost:3000"},
 		},
 		Sessions: Sessions{IdleTimeout: time.Hour, MaxPerNamespace: 2},
+		Store:    Store{URL: "postgres://codecell:pw@db.internal/codecell"},
 		Toolsets: []string{"exec", "discovery", "stats"},
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -391,6 +394,12 @@ func TestParseErrors(t *testing.T) {
 		{"zero idle timeout", `{"sessions": {"idleTimeout": "0s"}}`, nil, []want{{"sessions.idleTimeout", "must be positive"}}},
 		{"zero sessions", `{"sessions": {"maxPerNamespace": 0}}`, nil, []want{{"sessions.maxPerNamespace", "below the minimum 1"}}},
 		{"unknown sessions key", `{"sessions": {"idle": "1m"}}`, nil, []want{{"sessions.idle", "unknown key"}}},
+
+		// Store.
+		{"store url not postgres", `{"store": {"url": "mysql://x@y/z"}}`, nil, []want{{"store.url", "must be a PostgreSQL URL"}}},
+		{"store url variable missing", `{"store": {"url": "${NOPE}"}}`, nil, []want{{"store.url", "NOPE"}}},
+		{"unknown store key", `{"store": {"dsn": "x"}}`, nil, []want{{"store.dsn", "unknown key"}}},
+		{"images with replicas", `{"store": {"url": "postgres://x@y/z"}, "sandbox": {"workspaceImages": "on"}}`, nil, []want{{"sandbox.workspaceImages", `"on" cannot go with store.url`}}},
 
 		// Toolsets.
 		{"unknown toolset", `{"toolsets": ["exec", "shell"]}`, nil, []want{{"toolsets[1]", `unknown toolset "shell"`}}},

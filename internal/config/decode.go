@@ -506,6 +506,11 @@ func (d *decoder) config(root *value, c *Config) {
 				"maxPerNamespace": d.setInt(&c.Sessions.MaxPerNamespace),
 			})
 		},
+		"store": func(v *value, path string) {
+			d.object(v, path, map[string]field{
+				"url": d.setStr(&c.Store.URL),
+			})
+		},
 		"toolsets": func(v *value, path string) { d.toolsets(v, path, c) },
 	})
 }

@@ -75,6 +75,7 @@ func (c *Config) problems() []problem {
 	k.pii(&c.PII)
 	k.http(&c.HTTP)
 	k.sessions(&c.Sessions)
+	k.store(&c.Store, &c.Sandbox)
 	k.toolsets(c.Toolsets)
 	return k.ps
 }
@@ -352,6 +353,23 @@ func (k *checker) http(h *HTTP) {
 func (k *checker) sessions(s *Sessions) {
 	k.positive("sessions.idleTimeout", s.IdleTimeout)
 	k.between("sessions.maxPerNamespace", s.MaxPerNamespace, 1, -1)
+}
+
+func (k *checker) store(s *Store, sb *Sandbox) {
+	if s.URL == "" {
+		return
+	}
+	if sb.WorkspaceImages == "on" {
+		k.add("sandbox.workspaceImages", []string{"store.url"}, `"on" cannot go with store.url: replicas share the data dir, perhaps from several machines, and a workspace image must never be mounted by two at once; use "auto" (plain directories with store.url) or "off"`)
+	}
+	// The URL may hold a password: the message shows none of it.
+	u, err := url.Parse(s.URL)
+	switch {
+	case err != nil:
+		k.addf("store.url", "is not a URL")
+	case u.Scheme != "postgres" && u.Scheme != "postgresql":
+		k.addf("store.url", "must be a PostgreSQL URL, postgres://user@host/database (or empty for the SQLite file in the data dir)")
+	}
 }
 
 func (k *checker) toolsets(list []string) {

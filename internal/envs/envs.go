@@ -70,6 +70,11 @@ type Options struct {
 	// may choose an existing environment by path (the operator's
 	// sandbox.externalEnvironments); none means only managed environments.
 	ExternalRoots []string
+	// Fresh, when positive, is how long a choice read from the store is
+	// trusted before it is read again: the store is shared with other
+	// replicas, which may change it. Zero trusts it for the Manager's life
+	// (this process is the only one that changes the choices).
+	Fresh time.Duration
 }
 
 // Manager holds the environments of every namespace. It is safe for
@@ -80,14 +85,20 @@ type Manager struct {
 	mu    sync.Mutex             // guards locks and known
 	locks map[string]*sync.Mutex // one per namespace
 	// known caches configs read or saved, the default included, so that
-	// executions do not query the store. It assumes this process is the
-	// only one that changes the data dir's choices.
-	known map[string]Config
+	// executions do not query the store, each with the time it was read.
+	// Without Options.Fresh it assumes this process is the only one that
+	// changes the data dir's choices.
+	known map[string]knownConfig
+}
+
+type knownConfig struct {
+	c    Config
+	read time.Time
 }
 
 // New returns a Manager.
 func New(opts Options) *Manager {
-	return &Manager{opts: opts, locks: map[string]*sync.Mutex{}, known: map[string]Config{}}
+	return &Manager{opts: opts, locks: map[string]*sync.Mutex{}, known: map[string]knownConfig{}}
 }
 
 // ErrUnavailable reports an environment type whose tool is not installed.
@@ -134,8 +145,11 @@ func (m *Manager) Get(ns string) (Config, error) {
 func (m *Manager) cached(ns string) (Config, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c, ok := m.known[ns]
-	return c, ok
+	k, ok := m.known[ns]
+	if ok && m.opts.Fresh > 0 && time.Since(k.read) > m.opts.Fresh {
+		return Config{}, false
+	}
+	return k.c, ok
 }
 
 // get is Get for a caller that holds the namespace's lock. Holding it is
@@ -203,7 +217,7 @@ func (m *Manager) migrate(ctx context.Context, ns string) (Config, bool, error) 
 
 func (m *Manager) remember(ns string, c Config) {
 	m.mu.Lock()
-	m.known[ns] = c
+	m.known[ns] = knownConfig{c: c, read: time.Now()}
 	m.mu.Unlock()
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/store"
@@ -383,5 +384,35 @@ func TestConfigureConfines(t *testing.T) {
 	}
 	if c, err := New(Options{DataDir: data, Runner: &fakeRunner{}, Store: st}).Get("team-b"); err == nil || !strings.Contains(err.Error(), "not allowed") {
 		t.Errorf("a stored choice of team-a's venv: %+v, %v", c, err)
+	}
+}
+
+// TestReplicasSeeChoices: two Managers on one store are two replicas; with
+// Fresh, a choice one makes reaches the other once its cached read is
+// older than Fresh, and not before.
+func TestReplicasSeeChoices(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	st := openStore(t, data)
+	venv := fakeVenv(t)
+	opts := Options{DataDir: data, SystemPython: "/usr/bin/python3", Runner: &fakeRunner{}, Store: st, ExternalRoots: []string{venv},
+		Fresh: time.Hour}
+	a, b := New(opts), New(opts)
+	if got, _ := b.Get("ns"); got.Type != System {
+		t.Fatalf("before: %+v", got)
+	}
+	if _, err := a.Configure(ctx, "ns", Venv, venv, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.Get("ns"); got.Type != System {
+		t.Errorf("within Fresh, b read the store again: %+v", got)
+	}
+	b.mu.Lock()
+	k := b.known["ns"]
+	k.read = time.Now().Add(-2 * time.Hour)
+	b.known["ns"] = k
+	b.mu.Unlock()
+	if got, _ := b.Get("ns"); got.Type != Venv || got.Path != venv {
+		t.Errorf("after Fresh, b still has %+v", got)
 	}
 }

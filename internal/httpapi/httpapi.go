@@ -38,6 +38,11 @@ type Options struct {
 	// server.Gate is the one. Nil passes answers as they are.
 	Gate   Gate
 	Logger *slog.Logger // nil means silent
+	// Replica names this server among replicas behind one balancer: every
+	// response carries it in the Codecell-Replica header, and a request for
+	// an MCP session this replica does not hold is told where to look. ""
+	// leaves the header out.
+	Replica string
 }
 
 // Gate tokenizes personal data in answers. A namespace "" is the default.
@@ -71,7 +76,7 @@ func Handler(opts Options) (http.Handler, error) {
 		})
 	// Everything but /healthz sits behind the token check.
 	private := http.NewServeMux()
-	private.Handle("/mcp", mcpHandler)
+	private.Handle("/mcp", explainUnknownSession(mcpHandler, opts.Replica))
 	addOperational(private, opts, cop)
 	var guarded http.Handler = private
 	if len(opts.Tokens) > 0 {
@@ -82,6 +87,13 @@ func Handler(opts Options) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", refuseRebinding(cop.Handler(guarded)))
+	if opts.Replica != "" {
+		outer := mux
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(ReplicaHeader, opts.Replica)
+			outer.ServeHTTP(w, r)
+		}), nil
+	}
 	// The dashboard's page and assets hold no data (it reads /api/v1 with
 	// the user's token), so they are served without one.
 	dash := cop.Handler(dashboard.Handler())

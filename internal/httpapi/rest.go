@@ -37,9 +37,10 @@ type API interface {
 	Upstreams(ctx context.Context) (any, error)
 }
 
-// readyTimeout bounds /readyz's checks; a database that does not answer in
-// this time is not ready.
-const readyTimeout = 3 * time.Second
+// readyTimeout bounds /readyz's checks: a database that does not answer,
+// or a probe execution that does not finish, in this time is not ready. A
+// balancer's check timeout should be at least this.
+const readyTimeout = 10 * time.Second
 
 // addOperational adds /readyz, /metrics and /api/v1/* to mux (the routes
 // behind the token check). Each is read-only and refuses what a browser

@@ -48,6 +48,11 @@ type Options struct {
 	// Runtime adds the Go runtime and process collectors (go_*,
 	// process_*); false leaves them out.
 	Runtime bool
+	// Replica, when not empty, labels every series replica="<Replica>", so
+	// that the series of several replicas behind one balancer stay apart
+	// wherever they are gathered (a scraper that adds its own instance
+	// label does not need it, one reading through the balancer does).
+	Replica string
 }
 
 // Metrics are codecell's metrics, in a registry of their own (not the
@@ -105,16 +110,20 @@ func New(opts Options) *Metrics {
 			Help: "Sum over executions of tool result bytes minus returned bytes, when positive: context kept out of the model.",
 		}),
 	}
-	m.reg.MustRegister(m.executions, m.duration, m.toolCalls, m.piiTokens,
+	var reg prometheus.Registerer = m.reg
+	if opts.Replica != "" {
+		reg = prometheus.WrapRegistererWith(prometheus.Labels{"replica": opts.Replica}, reg)
+	}
+	reg.MustRegister(m.executions, m.duration, m.toolCalls, m.piiTokens,
 		m.toolResultBytes, m.returnedBytes, m.savedBytes)
 	if opts.Pool != nil {
-		m.reg.MustRegister(poolCollector(opts.Pool))
+		reg.MustRegister(poolCollector(opts.Pool))
 	}
 	if opts.Upstreams != nil {
-		m.reg.MustRegister(upstreamCollector(opts.Upstreams))
+		reg.MustRegister(upstreamCollector(opts.Upstreams))
 	}
 	if opts.Runtime {
-		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		// A collector that fails still leaves the others' series worth

@@ -192,3 +192,23 @@ func TestLint(t *testing.T) {
 		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
 }
+
+// TestReplicaLabel: with a replica name every series carries it, so that
+// replicas' series stay apart wherever they are gathered.
+func TestReplicaLabel(t *testing.T) {
+	m := New(Options{Replica: "r2", Pool: func() Pool { return Pool{Size: 1} }})
+	m.Execution("", time.Millisecond, 10, 1)
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{`codecell_executions_total{outcome="ok",replica="r2"} 1`, `replica="r2"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("no %s in\n%s", want, body)
+		}
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "codecell_") && !strings.Contains(line, `replica="r2"`) {
+			t.Errorf("series without the replica label: %s", line)
+		}
+	}
+}

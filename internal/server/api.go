@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/codecell/codecell/internal/sandbox"
 )
 
 // API is what the REST API (package httpapi) reads from the server: each
@@ -33,7 +35,9 @@ const (
 type readyChecker interface{ Ready() error }
 
 // Ready reports whether the server can take executions: the sandbox manager
-// is open and the database answers. The error says what is not ready.
+// is open, the database answers, and sandboxes run code (as executions
+// show; when none has in the last sandboxFresh, a probe runs one). The
+// error says what is not ready.
 func (a API) Ready(ctx context.Context) error {
 	if r, ok := a.s.exec.(readyChecker); ok {
 		if err := r.Ready(); err != nil {
@@ -44,6 +48,14 @@ func (a API) Ready(ctx context.Context) error {
 		if err := a.s.store.Ping(ctx); err != nil {
 			return fmt.Errorf("database: %w", err)
 		}
+	}
+	err := a.s.health.check(ctx, func(ctx context.Context) *sandbox.Result {
+		req := a.s.WarmRequest(ctx, DefaultNamespace)
+		req.Code, req.Timeout = "pass", probeTimeout
+		return a.s.exec.Exec(ctx, req)
+	})
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codecell/codecell/internal/config"
+	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/store"
 )
 
@@ -208,7 +209,7 @@ func TestAPIReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := &closableExecutor{}
+	exec := &closableExecutor{scriptedExecutor: scriptedExecutor{scripts: map[string]fakeRun{"pass": {}}}}
 	s, err := New(Options{Config: allTools(config.Default()), Executor: exec, Store: st, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -227,5 +228,41 @@ func TestAPIReady(t *testing.T) {
 	st.Close()
 	if err := s.API().Ready(ctx); err == nil {
 		t.Error("ready with a closed database")
+	}
+
+	// Sandboxes that cannot run code: the probe says so.
+	broken, err := New(Options{Config: allTools(config.Default()), Executor: &closableExecutor{}, DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(broken.Close)
+	if err := broken.API().Ready(ctx); err == nil || !strings.HasPrefix(err.Error(), "sandbox: the sandbox failed: probe: SandboxError") {
+		t.Errorf("broken sandbox: %v", err)
+	}
+}
+
+// TestSandboxHealth: a probe runs only when no execution has shown the
+// sandbox working lately, and a SandboxError makes the next check probe.
+func TestSandboxHealth(t *testing.T) {
+	var h sandboxHealth
+	probes := 0
+	ok := &sandbox.Result{OK: true}
+	run := func(context.Context) *sandbox.Result { probes++; return ok }
+	ctx := context.Background()
+	if err := h.check(ctx, run); err != nil || probes != 1 {
+		t.Fatalf("first check: %v, %d probes", err, probes)
+	}
+	h.observe("ValueError", "the code's own error")
+	if err := h.check(ctx, run); err != nil || probes != 1 {
+		t.Errorf("after an execution that ran: %v, %d probes", err, probes)
+	}
+	h.observe(sandbox.ErrSandbox, "could not start")
+	ok = &sandbox.Result{Error: &sandbox.ExecError{Type: sandbox.ErrSandbox, Message: "still broken"}}
+	if err := h.check(ctx, run); err == nil || !strings.Contains(err.Error(), "still broken") || probes != 2 {
+		t.Errorf("broken: %v, %d probes", err, probes)
+	}
+	ok = &sandbox.Result{OK: true}
+	if err := h.check(ctx, run); err != nil || probes != 3 {
+		t.Errorf("repaired: %v, %d probes", err, probes)
 	}
 }

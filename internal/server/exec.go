@@ -47,9 +47,12 @@ type ExecuteCodeOutput struct {
 	FilesOmitted   int                `json:"files_omitted,omitempty" jsonschema:"Files created, changed or deleted beyond the 100 in files and files_deleted."`
 	SessionID      string             `json:"session_id,omitempty" jsonschema:"The session used, if any."`
 	SessionStarted bool               `json:"session_started,omitempty" jsonschema:"True when this call started session_id: a new interpreter, without the names of earlier calls (a new id, a typo, or one whose interpreter ended or was closed)."`
-	ContextSavings *ContextSavings    `json:"context_savings,omitempty" jsonschema:"When tools were called: bytes of tool results that stayed in the sandbox against bytes returned."`
-	Isolation      string             `json:"isolation" jsonschema:"The isolation level the code ran under."`
-	Images         []ImageInfo        `json:"images,omitempty" jsonschema:"Images the code showed (display_image, matplotlib figures left open, an Image result), sent as image content."`
+	// SessionElsewhere is set with SessionStarted when replicas share the
+	// database and another one's records hold this session id.
+	SessionElsewhere string          `json:"session_elsewhere,omitempty" jsonschema:"With session_started, when codecell runs as several replicas: the replica a session with this id was last seen on. Its interpreter cannot be reached from here (that replica stopped, or this MCP session is a new one on another replica); the names it held are not in the new one."`
+	ContextSavings   *ContextSavings `json:"context_savings,omitempty" jsonschema:"When tools were called: bytes of tool results that stayed in the sandbox against bytes returned."`
+	Isolation        string          `json:"isolation" jsonschema:"The isolation level the code ran under."`
+	Images           []ImageInfo     `json:"images,omitempty" jsonschema:"Images the code showed (display_image, matplotlib figures left open, an Image result), sent as image content."`
 
 	// calls is every upstream call, for the execution log and the metrics;
 	// the answer lists only the failed ones.
@@ -182,7 +185,7 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	}()
 	onOutput, stopProgress := s.startProgress(ctx, j.Req, j.Namespace)
 	sreq.OnOutput = onOutput
-	res, started, err := s.execute(execCtx, j, sreq)
+	res, started, elsewhere, err := s.execute(execCtx, j, sreq)
 	close(stopWatch)
 	stopExec(nil)
 	stopProgress()
@@ -192,7 +195,7 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	}
 	out := outputOf(res)
 	quotaOutcome(&out, rep, run, vol)
-	out.SessionID, out.SessionStarted = j.SessionID, started
+	out.SessionID, out.SessionStarted, out.SessionElsewhere = j.SessionID, started, elsewhere
 	out.calls, out.savings.ToolResultBytes = calls.record()
 	whole := wholeOutput{Stdout: out.Stdout, Stderr: out.Stderr, Result: out.Result}
 	// Personal data the code printed or returned reaches the model only as
@@ -225,17 +228,21 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 }
 
 // execute runs sreq in j's session, or in a fresh process without one;
-// started says the session was started for it.
-func (s *Server) execute(ctx context.Context, j job, sreq sandbox.Request) (res *sandbox.Result, started bool, err error) {
+// started says the session was started for it, and elsewhere names the
+// replica whose records hold a session of that id.
+func (s *Server) execute(ctx context.Context, j job, sreq sandbox.Request) (res *sandbox.Result, started bool, elsewhere string, err error) {
 	if j.SessionID == "" {
-		return s.exec.Exec(ctx, sreq), false, nil
+		return s.exec.Exec(ctx, sreq), false, "", nil
 	}
 	ls, started, err := s.sessions.acquire(ctx, j.Namespace, j.SessionID, sreq)
 	if err != nil {
-		return nil, false, err
+		return nil, false, "", err
 	}
 	defer s.sessions.release(j.Namespace, ls)
-	return ls.sb.Exec(ctx, sreq), started, nil
+	if started {
+		elsewhere = ls.elsewhere
+	}
+	return ls.sb.Exec(ctx, sreq), started, elsewhere, nil
 }
 
 // ErrWorkspaceQuota is the error type of an execution that took its
@@ -402,7 +409,12 @@ func render(out ExecuteCodeOutput) string {
 	if out.SessionStarted {
 		// First, so that a NameError below reads as what it is: an id that
 		// was mistyped, or a session that ended, not a lost variable.
-		fmt.Fprintf(&b, "[new session %q started: names defined by earlier calls are not in it]\n", out.SessionID)
+		if out.SessionElsewhere != "" {
+			fmt.Fprintf(&b, "[new session %q started: names defined by earlier calls are not in it; a session %q was last seen on replica %q, which this one cannot reach]\n",
+				out.SessionID, out.SessionID, out.SessionElsewhere)
+		} else {
+			fmt.Fprintf(&b, "[new session %q started: names defined by earlier calls are not in it]\n", out.SessionID)
+		}
 	}
 	if out.Stdout != "" {
 		b.WriteString(out.Stdout)

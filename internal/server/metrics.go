@@ -21,6 +21,7 @@ func (s *Server) initMetrics() {
 		// process_resident_memory_bytes is how an operator watches the
 		// idle memory budget.
 		Runtime: true,
+		Replica: s.replica,
 		Upstreams: func() []metrics.Upstream {
 			sts := s.up.Statuses()
 			out := make([]metrics.Upstream, len(sts))
@@ -51,6 +52,11 @@ func (s *Server) MetricsHandler() http.Handler { return s.metrics.Handler() }
 // metrics.Outcome.
 func (s *Server) observeExecution(j job, out ExecuteCodeOutput) {
 	errType := executionErrorType(out)
+	msg := ""
+	if out.Error != nil {
+		msg = out.Error.Message
+	}
+	s.health.observe(errType, msg)
 	s.metrics.Execution(errType, time.Duration(out.DurationMS*float64(time.Millisecond)),
 		out.savings.ToolResultBytes, out.savings.ReturnedBytes)
 	s.log.Info("execution", "namespace", j.Namespace, "session_id", out.SessionID, "ok", out.OK,

@@ -70,6 +70,9 @@ type Options struct {
 	Gate    *Gate
 	Version string       // reported to clients; "" means "dev"
 	Logger  *slog.Logger // nil means silent
+	// Replica names this server among replicas behind one balancer: its
+	// metrics carry it as a label. "" leaves the label out.
+	Replica string
 }
 
 // Server holds codecell's MCP server and what its tools need.
@@ -96,6 +99,8 @@ type Server struct {
 	volErr  error
 	ownVols bool
 	metrics *metrics.Metrics
+	health  sandboxHealth // for /readyz
+	replica string
 	log     *slog.Logger
 	mcp     *mcp.Server
 }
@@ -119,10 +124,11 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		cfg: opts.Config, exec: opts.Executor, up: opts.Upstreams, envs: opts.Envs, dataDir: opts.DataDir, log: log,
-		store:  opts.Store,
-		vols:   opts.Volumes,
-		tools:  &toolIndex{genDir: opts.GenDir},
-		policy: policy{allow: opts.Config.Policy.Allow, deny: opts.Config.Policy.Deny},
+		store:   opts.Store,
+		replica: opts.Replica,
+		vols:    opts.Volumes,
+		tools:   &toolIndex{genDir: opts.GenDir},
+		policy:  policy{allow: opts.Config.Policy.Allow, deny: opts.Config.Policy.Deny},
 	}
 	if s.up == nil {
 		s.up = noUpstreams{}

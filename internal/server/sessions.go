@@ -53,6 +53,10 @@ type liveSession struct {
 	lastUsed   time.Time
 	executions int
 	running    int // executions running or waiting their turn; never expired while > 0
+	// elsewhere, set when the session was started, is the replica whose
+	// records hold a session of the same id in the namespace: the one the
+	// caller most likely meant, which this replica cannot reach.
+	elsewhere string
 }
 
 func newSessions(open SessionOpener, st *store.Store, idle time.Duration, max int, log *slog.Logger) *sessions {
@@ -98,7 +102,7 @@ func (r *sessions) acquire(ctx context.Context, ns, id string, req sandbox.Reque
 		return nil, false, fmt.Errorf("start session %s: %w", id, err)
 	}
 	now := time.Now()
-	ls = &liveSession{id: id, sb: sb, created: now, lastUsed: now, running: 1}
+	ls = &liveSession{id: id, sb: sb, created: now, lastUsed: now, running: 1, elsewhere: r.elsewhere(ctx, ns, id)}
 	r.mu.Lock()
 	if r.byNS[ns] == nil {
 		r.byNS[ns] = map[string]*liveSession{}
@@ -242,6 +246,29 @@ func (r *sessions) closeAll() {
 	for _, ls := range all {
 		ls.sb.Close()
 	}
+}
+
+// elsewhere returns the replica (another than this one) whose records
+// hold session id of ns, or "": with replicas sharing one database, a call
+// that starts a session the caller had on another replica (which stopped,
+// or which its reconnected MCP session no longer reaches) is told where the
+// old one was. Records of a replica that died stay until it starts again
+// under its name, so the answer is where the session was last seen.
+func (r *sessions) elsewhere(ctx context.Context, ns, id string) string {
+	if r.store == nil {
+		return ""
+	}
+	recs, err := r.store.ListSessions(ctx, ns)
+	if err != nil {
+		r.log.Warn("read session records", "namespace", ns, "error", err)
+		return ""
+	}
+	for _, rec := range recs { // most recently used first
+		if rec.ID == id && rec.Replica != r.store.Replica() {
+			return rec.Replica
+		}
+	}
+	return ""
 }
 
 func (r *sessions) record(ns, id string, t time.Time) {

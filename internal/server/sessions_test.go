@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/sandbox"
@@ -165,5 +166,56 @@ func TestRenderError(t *testing.T) {
 		if b.String() != tc.want {
 			t.Errorf("%s:\ngot  %q\nwant %q", tc.name, b.String(), tc.want)
 		}
+	}
+}
+
+// TestSessionElsewhere: with replicas on one database, a call that starts a
+// session whose id another replica's records hold says where the old one
+// was, so that a reconnected client does not take the new interpreter for
+// its old one.
+func TestSessionElsewhere(t *testing.T) {
+	mgr, err := sandbox.New(sandbox.Options{Level: sandbox.Development, Python: "/usr/bin/python3", StateDir: t.TempDir(), PoolSize: 1})
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { mgr.Close() })
+	path := filepath.Join(t.TempDir(), "codecell.db")
+	open := func(replica string) *store.Store {
+		st, err := store.OpenWith(store.Options{Path: path, Replica: replica})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	other := open("r1")
+	if err := other.TouchSession(context.Background(), DefaultNamespace, "s1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := allTools(config.Default())
+	cfg.Sandbox.Isolation = "development"
+	s, err := New(Options{Config: cfg, Executor: mgr, Store: open("r2"), DataDir: t.TempDir(), Replica: "r2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	cs := connectClient(t, s)
+	for _, tc := range []struct{ id, want string }{{"s1", "r1"}, {"s2", ""}} {
+		res := runTool(t, cs, "execute_code", map[string]any{"code": "x = 1", "session_id": tc.id})
+		var out ExecuteCodeOutput
+		structured(t, res, &out)
+		if !out.SessionStarted || out.SessionElsewhere != tc.want {
+			t.Errorf("%s: started %v, elsewhere %q; want %q", tc.id, out.SessionStarted, out.SessionElsewhere, tc.want)
+		}
+		if said := strings.Contains(textOf(res), `last seen on replica "r1"`); said != (tc.want != "") {
+			t.Errorf("%s: text %q", tc.id, textOf(res))
+		}
+	}
+	// Once started here, later calls do not repeat it.
+	res := runTool(t, cs, "execute_code", map[string]any{"code": "x", "session_id": "s1"})
+	var out ExecuteCodeOutput
+	structured(t, res, &out)
+	if out.SessionStarted || out.SessionElsewhere != "" || out.Result != float64(1) {
+		t.Errorf("second call: %+v", out)
 	}
 }

@@ -84,7 +84,7 @@ const insertExecutionSQL = `INSERT INTO executions
 	(namespace, session_id, code, stdout_excerpt, stderr_excerpt, result_excerpt,
 	 error_type, error_message, error_traceback, duration_ms, tool_calls, isolation, tool_result_bytes,
 	 returned_bytes, created_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 
 // RecordExecution appends e to the log of e.Namespace and returns its id.
 // When it returns nil the row is committed and synced.
@@ -102,14 +102,12 @@ func (s *Store) RecordExecution(ctx context.Context, e Execution) (int64, error)
 	if created.IsZero() {
 		created = time.Now()
 	}
-	res, err := s.insertExecution.ExecContext(ctx,
+	// RETURNING rather than LastInsertId, which PostgreSQL's driver lacks.
+	var id int64
+	err := s.insertExecution.QueryRowContext(ctx,
 		e.Namespace, e.SessionID, e.Code, e.StdoutExcerpt, e.StderrExcerpt, e.ResultExcerpt,
 		e.ErrorType, e.ErrorMessage, e.ErrorTraceback, e.Duration.Milliseconds(), calls, e.Isolation,
-		e.ToolResultBytes, e.ReturnedBytes, nanos(created))
-	if err != nil {
-		return 0, fmt.Errorf("record execution: %w", err)
-	}
-	id, err := res.LastInsertId()
+		e.ToolResultBytes, e.ReturnedBytes, nanos(created)).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("record execution: %w", err)
 	}
@@ -128,10 +126,10 @@ func (s *Store) ListExecutions(ctx context.Context, namespace string, before int
 	if before <= 0 {
 		before = 1<<63 - 1
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, namespace, session_id, code, stdout_excerpt,
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, namespace, session_id, code, stdout_excerpt,
 		stderr_excerpt, result_excerpt, error_type, error_message, error_traceback, duration_ms, tool_calls,
 		isolation, tool_result_bytes, returned_bytes, created_at
-		FROM executions WHERE namespace = ? AND id < ? ORDER BY id DESC LIMIT ?`,
+		FROM executions WHERE namespace = ? AND id < ? ORDER BY id DESC LIMIT ?`),
 		namespace, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list executions: %w", err)
@@ -163,21 +161,28 @@ func (s *Store) ListExecutions(ctx context.Context, namespace string, before int
 // (a read transaction under WAL), so the counts agree with each other.
 // Percentiles are computed here rather than in SQL, which has no percentile
 // function; the durations are read in one pass (8 bytes a row). Tool calls
-// are aggregated in SQL (json_each), one row per distinct tool.
+// are aggregated in SQL (json_each; jsonb_array_elements in PostgreSQL),
+// one row per distinct tool.
 func (s *Store) ExecutionStats(ctx context.Context, namespace string, since time.Time) (Stats, error) {
 	st := Stats{ByErrorType: map[string]int{}, TopTools: []ToolStat{}}
 	var from int64 = -1 << 63
 	if !since.IsZero() {
 		from = nanos(since)
 	}
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.pg {
+		// PostgreSQL's default, READ COMMITTED, takes a snapshot per
+		// statement; the two queries must share one.
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := s.r.BeginTx(ctx, opts)
 	if err != nil {
 		return st, fmt.Errorf("execution stats: %w", err)
 	}
 	defer tx.Rollback()
 
-	rows, err := tx.QueryContext(ctx, `SELECT error_type, duration_ms, tool_result_bytes, returned_bytes
-		FROM executions WHERE namespace = ? AND created_at >= ?`, namespace, from)
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT error_type, duration_ms, tool_result_bytes, returned_bytes
+		FROM executions WHERE namespace = ? AND created_at >= ?`), namespace, from)
 	if err != nil {
 		return st, fmt.Errorf("execution stats: %w", err)
 	}
@@ -209,17 +214,7 @@ func (s *Store) ExecutionStats(ctx context.Context, namespace string, since time
 	st.P95 = percentile(durs, 95)
 	st.P99 = percentile(durs, 99)
 
-	// json_each gives a string element's value unquoted, which
-	// json_extract cannot parse: only objects are looked into, through CASE
-	// (SQLite's OR and AND do not short-circuit). A JSON true is extracted
-	// as the integer 1.
-	rows, err = tx.QueryContext(ctx, `SELECT
-		CASE WHEN c.type = 'object' THEN json_extract(c.value, '$.name') END AS name,
-		COUNT(*),
-		SUM(CASE WHEN c.type != 'object' THEN 1 WHEN json_extract(c.value, '$.ok') IS 1 THEN 0 ELSE 1 END)
-		FROM executions AS e, json_each(e.tool_calls) AS c
-		WHERE e.namespace = ? AND e.created_at >= ? AND json_type(e.tool_calls) = 'array'
-		GROUP BY name`, namespace, from)
+	rows, err = tx.QueryContext(ctx, s.toolCallsQuery(), namespace, from)
 	if err != nil {
 		return st, fmt.Errorf("execution stats: tool calls: %w", err)
 	}
@@ -263,4 +258,33 @@ func percentile(sorted []int64, p int) time.Duration {
 	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 * n)
 	rank = max(rank, 1)
 	return time.Duration(sorted[rank-1]) * time.Millisecond
+}
+
+// toolCallsQuery counts the tool calls of a namespace's executions since a
+// time (its two parameters), by name: rows of name (a string, or NULL for
+// calls that are not objects with a string name), calls and errors (calls
+// whose "ok" is not true). Each dialect walks JSON its own way.
+func (s *Store) toolCallsQuery() string {
+	if s.pg {
+		return `SELECT
+		CASE WHEN jsonb_typeof(c.v) = 'object' AND jsonb_typeof(c.v->'name') = 'string' THEN c.v->>'name' END AS name,
+		COUNT(*),
+		SUM(CASE WHEN jsonb_typeof(c.v) = 'object' AND c.v->'ok' = 'true'::jsonb THEN 0 ELSE 1 END)
+		FROM executions AS e
+		CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(e.tool_calls::jsonb) = 'array'
+			THEN e.tool_calls::jsonb ELSE '[]'::jsonb END) AS c(v)
+		WHERE e.namespace = $1 AND e.created_at >= $2
+		GROUP BY 1`
+	}
+	// json_each gives a string element's value unquoted, which
+	// json_extract cannot parse: only objects are looked into, through CASE
+	// (SQLite's OR and AND do not short-circuit). A JSON true is extracted
+	// as the integer 1.
+	return `SELECT
+		CASE WHEN c.type = 'object' THEN json_extract(c.value, '$.name') END AS name,
+		COUNT(*),
+		SUM(CASE WHEN c.type != 'object' THEN 1 WHEN json_extract(c.value, '$.ok') IS 1 THEN 0 ELSE 1 END)
+		FROM executions AS e, json_each(e.tool_calls) AS c
+		WHERE e.namespace = ? AND e.created_at >= ? AND json_type(e.tool_calls) = 'array'
+		GROUP BY name`
 }

@@ -73,81 +73,83 @@ func TestSavingsMigration(t *testing.T) {
 // TopToolsLimit; calls that are not objects with a string name count only
 // in the totals, and a tool_calls value that is not an array is ignored.
 func TestTopTools(t *testing.T) {
-	s, _ := openTest(t)
-	ctx := context.Background()
-	var want []ToolStat
-	calls := 0
-	for i := range TopToolsLimit + 3 {
-		// Tool i is called i+1 times, except that the two last have
-		// the same count as their predecessor, to test ties.
-		n := min(i+1, TopToolsLimit)
-		name := fmt.Sprintf("t%02d", i)
-		var list []map[string]any
-		for k := range n {
-			list = append(list, map[string]any{"name": name, "ok": k != 0, "duration_ms": 1})
+	forBackends(t, func(t *testing.T, s *Store, _ func() (*Store, error)) {
+		ctx := context.Background()
+		var want []ToolStat
+		calls := 0
+		for i := range TopToolsLimit + 3 {
+			// Tool i is called i+1 times, except that the two last have
+			// the same count as their predecessor, to test ties.
+			n := min(i+1, TopToolsLimit)
+			name := fmt.Sprintf("t%02d", i)
+			var list []map[string]any
+			for k := range n {
+				list = append(list, map[string]any{"name": name, "ok": k != 0, "duration_ms": 1})
+			}
+			raw, _ := json.Marshal(list)
+			if _, err := s.RecordExecution(ctx, Execution{Namespace: "a", ToolCalls: raw}); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, ToolStat{Name: name, Calls: n, Errors: 1})
+			calls += n
 		}
-		raw, _ := json.Marshal(list)
-		if _, err := s.RecordExecution(ctx, Execution{Namespace: "a", ToolCalls: raw}); err != nil {
-			t.Fatal(err)
+		for _, raw := range []string{`[1, "x", {"name": 3}, {"name": null, "ok": true}]`, `{"name": "object", "ok": true}`, `[]`} {
+			if _, err := s.RecordExecution(ctx, Execution{Namespace: "a", ToolCalls: json.RawMessage(raw)}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		want = append(want, ToolStat{Name: name, Calls: n, Errors: 1})
-		calls += n
-	}
-	for _, raw := range []string{`[1, "x", {"name": 3}, {"name": null, "ok": true}]`, `{"name": "object", "ok": true}`, `[]`} {
-		if _, err := s.RecordExecution(ctx, Execution{Namespace: "a", ToolCalls: json.RawMessage(raw)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Most calls first; the four with TopToolsLimit calls by name.
-	slices.SortFunc(want, func(a, b ToolStat) int { return cmp.Or(b.Calls-a.Calls, strings.Compare(a.Name, b.Name)) })
-	want = want[:TopToolsLimit]
+		// Most calls first; the four with TopToolsLimit calls by name.
+		slices.SortFunc(want, func(a, b ToolStat) int { return cmp.Or(b.Calls-a.Calls, strings.Compare(a.Name, b.Name)) })
+		want = want[:TopToolsLimit]
 
-	st, err := s.ExecutionStats(ctx, "a", time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.ToolCalls != calls+4 || st.ToolCallErrors != TopToolsLimit+3+3 {
-		t.Errorf("tool calls %d (%d errors), want %d (%d)", st.ToolCalls, st.ToolCallErrors, calls+4, TopToolsLimit+3+3)
-	}
-	if !reflect.DeepEqual(st.TopTools, want) {
-		t.Errorf("top tools\n got %+v\nwant %+v", st.TopTools, want)
-	}
-	if st.TopTools[0].Name != "t09" || st.TopTools[3].Name != "t12" || st.TopTools[4].Name != "t08" {
-		t.Errorf("order: %+v", st.TopTools)
-	}
+		st, err := s.ExecutionStats(ctx, "a", time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.ToolCalls != calls+4 || st.ToolCallErrors != TopToolsLimit+3+3 {
+			t.Errorf("tool calls %d (%d errors), want %d (%d)", st.ToolCalls, st.ToolCallErrors, calls+4, TopToolsLimit+3+3)
+		}
+		if !reflect.DeepEqual(st.TopTools, want) {
+			t.Errorf("top tools\n got %+v\nwant %+v", st.TopTools, want)
+		}
+		if st.TopTools[0].Name != "t09" || st.TopTools[3].Name != "t12" || st.TopTools[4].Name != "t08" {
+			t.Errorf("order: %+v", st.TopTools)
+		}
+	})
 }
 
 // TestStatsSnapshot: stats taken while executions are being recorded agree
 // with themselves: every execution recorded here has one tool call, so the
 // tool-call count always equals the execution count.
 func TestStatsSnapshot(t *testing.T) {
-	s, _ := openTest(t)
-	ctx := context.Background()
-	done := make(chan error, 1)
-	go func() {
-		for range 200 {
-			if _, err := s.RecordExecution(ctx, Execution{Namespace: "a", ToolCalls: json.RawMessage(`[{"name":"x","ok":true}]`)}); err != nil {
-				done <- err
-				return
+	forBackends(t, func(t *testing.T, s *Store, _ func() (*Store, error)) {
+		ctx := context.Background()
+		done := make(chan error, 1)
+		go func() {
+			for range 200 {
+				if _, err := s.RecordExecution(ctx, Execution{Namespace: "a", ToolCalls: json.RawMessage(`[{"name":"x","ok":true}]`)}); err != nil {
+					done <- err
+					return
+				}
 			}
-		}
-		done <- nil
-	}()
-	for {
-		st, err := s.ExecutionStats(ctx, "a", time.Time{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.ToolCalls != st.Total {
-			t.Fatalf("a torn snapshot: %d executions, %d tool calls", st.Total, st.ToolCalls)
-		}
-		select {
-		case err := <-done:
+			done <- nil
+		}()
+		for {
+			st, err := s.ExecutionStats(ctx, "a", time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return
-		default:
+			if st.ToolCalls != st.Total {
+				t.Fatalf("a torn snapshot: %d executions, %d tool calls", st.Total, st.ToolCalls)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			default:
+			}
 		}
-	}
+	})
 }

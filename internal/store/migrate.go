@@ -65,28 +65,52 @@ func migrations() ([]migration, error) {
 
 // migrate applies the pending migrations, each in its own transaction
 // together with its schema_migrations row, so a crash leaves the schema at
-// a whole version. The version is re-read inside each (IMMEDIATE)
-// transaction, so two processes opening a new file at once do not apply a
-// migration twice.
-func migrate(ctx context.Context, db *sql.DB) error {
+// a whole version. The version is re-read inside each transaction, which
+// two processes cannot run at once (SQLite's IMMEDIATE transactions; an
+// advisory lock in PostgreSQL, where DDL is transactional too), so
+// replicas opening a new database at once do not apply a migration twice.
+func migrate(ctx context.Context, db *sql.DB, pg bool) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
 	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	dialect := func(s string) string { return s }
+	bind := func(s string) string { return s }
+	if pg {
+		dialect = pgSchema
+		bind = (&Store{pg: true}).q
+	}
+	// inTx runs fn in a transaction that, in PostgreSQL, first waits for
+	// the migration lock (released at commit or rollback).
+	inTx := func(fn func(*sql.Tx) error) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if pg {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLock); err != nil {
+				return fmt.Errorf("take the migration lock: %w", err)
+			}
+		}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	err = inTx(func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, dialect(`CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT    NOT NULL,
 		applied_at INTEGER NOT NULL
-	)`); err != nil {
+	)`))
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	for _, m := range ms {
-		err := func() error {
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				return err
-			}
-			defer tx.Rollback()
+		err := inTx(func(tx *sql.Tx) error {
 			var cur int
 			if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&cur); err != nil {
 				return err
@@ -97,15 +121,15 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			if cur >= m.version {
 				return nil
 			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			if _, err := tx.ExecContext(ctx, dialect(m.sql)); err != nil {
 				return fmt.Errorf("apply migration %s: %w", m.name, err)
 			}
-			if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+			if _, err := tx.ExecContext(ctx, bind("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)"),
 				m.version, m.name, nanos(time.Now())); err != nil {
 				return fmt.Errorf("record migration %s: %w", m.name, err)
 			}
-			return tx.Commit()
-		}()
+			return nil
+		})
 		if err != nil {
 			return err
 		}

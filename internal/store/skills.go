@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -21,6 +22,11 @@ type Skill struct {
 	Code        string
 	CreatedAt   time.Time // assigned by SaveSkill
 }
+
+// maxSaveAttempts bounds SaveSkill's retries when concurrent saves of one
+// name keep taking the number it computed: each retry follows another
+// save's commit, so only as many saves at once as this could exhaust it.
+const maxSaveAttempts = 100
 
 // SaveSkill stores sk as the next version of sk.Name in sk.Namespace (1 for
 // a new name) and returns it with Version and CreatedAt set. Validating the
@@ -38,20 +44,27 @@ func (s *Store) SaveSkill(ctx context.Context, sk Skill) (Skill, error) {
 		return Skill{}, fmt.Errorf("save skill %s: %w", sk.Name, err)
 	}
 	sk.CreatedAt = time.Now().UTC()
-	// The read of the last version and the insert share one IMMEDIATE
-	// transaction, so two saves of one name (even from two processes)
-	// cannot both take the same number.
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) + 1 FROM skills
-			WHERE namespace = ? AND name = ?`, sk.Namespace, sk.Name).Scan(&sk.Version); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO skills
+	// One statement reads the last version and inserts the next; the
+	// primary key (namespace, name, version) makes a concurrent save of the
+	// same name, from this process or another replica, that took the same
+	// number insert nothing (ON CONFLICT DO NOTHING returns no row), and the
+	// loser tries again with the number after the winner's. In SQLite the
+	// single writer never loses; in PostgreSQL the loser waits for the
+	// winner's commit at the conflict, so each retry follows a commit.
+	for attempt := 0; ; attempt++ {
+		err = s.w.QueryRowContext(ctx, s.q(`INSERT INTO skills
 			(namespace, name, version, description, tags, code, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			sk.Namespace, sk.Name, sk.Version, sk.Description, string(tj), sk.Code, nanos(sk.CreatedAt))
-		return err
-	})
+			SELECT CAST(? AS TEXT), CAST(? AS TEXT), COALESCE(MAX(version), 0) + 1,
+				CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT)
+			FROM skills WHERE namespace = ? AND name = ?
+			ON CONFLICT DO NOTHING
+			RETURNING version`),
+			sk.Namespace, sk.Name, sk.Description, string(tj), sk.Code, nanos(sk.CreatedAt),
+			sk.Namespace, sk.Name).Scan(&sk.Version)
+		if !errors.Is(err, sql.ErrNoRows) || attempt == maxSaveAttempts {
+			break
+		}
+	}
 	if err != nil {
 		return Skill{}, fmt.Errorf("save skill %s: %w", sk.Name, err)
 	}
@@ -66,9 +79,9 @@ func (s *Store) GetSkill(ctx context.Context, ns, name string, version int) (Ski
 	if version < 0 {
 		return Skill{}, fmt.Errorf("get skill %s: negative version %d", name, version)
 	}
-	row := s.r.QueryRowContext(ctx, `SELECT namespace, name, version, description, tags, code, created_at
+	row := s.r.QueryRowContext(ctx, s.q(`SELECT namespace, name, version, description, tags, code, created_at
 		FROM skills WHERE namespace = ? AND name = ? AND (? = 0 OR version = ?)
-		ORDER BY version DESC LIMIT 1`, ns, name, version, version)
+		ORDER BY version DESC LIMIT 1`), ns, name, version, version)
 	sk, err := scanSkill(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		if version == 0 {
@@ -84,12 +97,12 @@ func (s *Store) GetSkill(ctx context.Context, ns, name string, version int) (Ski
 
 // ListSkills returns the latest version of each skill in ns, by name.
 func (s *Store) ListSkills(ctx context.Context, ns string) ([]Skill, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT s.namespace, s.name, s.version, s.description, s.tags, s.code, s.created_at
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT s.namespace, s.name, s.version, s.description, s.tags, s.code, s.created_at
 		FROM skills s
 		JOIN (SELECT name, MAX(version) AS v FROM skills WHERE namespace = ? GROUP BY name) l
 		  ON s.name = l.name AND s.version = l.v
 		WHERE s.namespace = ?
-		ORDER BY s.name`, ns, ns)
+		ORDER BY s.name`), ns, ns)
 	if err != nil {
 		return nil, fmt.Errorf("list skills: %w", err)
 	}
@@ -105,13 +118,16 @@ func (s *Store) ListSkills(ctx context.Context, ns string) ([]Skill, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list skills: %w", err)
 	}
+	// Sorted here, not by ORDER BY alone: PostgreSQL orders text by the
+	// database's collation, SQLite by bytes.
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
 // DeleteSkill deletes every version of the skill name in ns. It returns an
 // error wrapping ErrNotFound if there was none.
 func (s *Store) DeleteSkill(ctx context.Context, ns, name string) error {
-	res, err := s.w.ExecContext(ctx, "DELETE FROM skills WHERE namespace = ? AND name = ?", ns, name)
+	res, err := s.w.ExecContext(ctx, s.q("DELETE FROM skills WHERE namespace = ? AND name = ?"), ns, name)
 	if err != nil {
 		return fmt.Errorf("delete skill %s: %w", name, err)
 	}

@@ -8,7 +8,8 @@ import (
 	"net/url"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
 )
 
 // ErrNotFound is returned when the asked-for row does not exist in the
@@ -33,13 +34,38 @@ const busyTimeout = 5 * time.Second
 // with query_only set: under WAL, readers see the last committed state and
 // neither block the writer nor wait for it, so listing executions or stats
 // do not queue behind a burst of writes.
+//
+// With PostgreSQL (OpenWith with a URL) w and r are one pool of several
+// connections: the server takes care of concurrent writers, and every
+// write that could race with another replica's is a single statement
+// guarded by a unique constraint (see SaveSkill and VaultToken), not a
+// read followed by a write.
 type Store struct {
-	w *sql.DB
-	r *sql.DB
+	w  *sql.DB
+	r  *sql.DB
+	pg bool // PostgreSQL rather than SQLite: see dialect.go
+	// replica names this process among those sharing the database; the
+	// session records it writes and clears are its own.
+	replica string
 	// insertExecution is RecordExecution's statement, prepared once: every
 	// execution writes one row, and parsing the INSERT each time was a
 	// fifth of the cost of recording it.
 	insertExecution *sql.Stmt
+}
+
+// Options say which database OpenWith opens.
+type Options struct {
+	// Path is the SQLite file, used when URL is empty.
+	Path string
+	// URL, when set, is a PostgreSQL connection URL
+	// (postgres://user@host/db?sslmode=...): the store lives there, shared
+	// by every replica that names it.
+	URL string
+	// Replica names this process among the replicas sharing the database
+	// (any text; "" for a lone server). Session records are kept per
+	// replica, so that one replica starting up does not clear the records
+	// of the others' live sessions.
+	Replica string
 }
 
 // Open opens, creating if needed, the database at path and applies pending
@@ -47,6 +73,18 @@ type Store struct {
 // share it. It fails with a *SchemaTooNewError if the file was written by a
 // newer codecell.
 func Open(path string) (*Store, error) {
+	return OpenWith(Options{Path: path})
+}
+
+// OpenWith opens the store opts name: PostgreSQL when opts.URL is set, else
+// the SQLite file at opts.Path. Either way pending migrations are applied
+// (by one replica at a time) and a schema newer than this binary is refused
+// with a *SchemaTooNewError.
+func OpenWith(opts Options) (*Store, error) {
+	if opts.URL != "" {
+		return openPostgres(opts)
+	}
+	path := opts.Path
 	if path == "" || path == ":memory:" {
 		return nil, fmt.Errorf("open store: path must name a file, got %q", path)
 	}
@@ -72,7 +110,7 @@ func Open(path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: journal mode is %q, want wal", path, mode)
 	}
-	if err := migrate(ctx, w); err != nil {
+	if err := migrate(ctx, w, false); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -89,13 +127,19 @@ func Open(path string) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("open store %s: read pool: %w", path, err)
 	}
-	ins, err := w.PrepareContext(ctx, insertExecutionSQL)
+	return prepared(ctx, &Store{w: w, r: r, replica: opts.Replica})
+}
+
+// prepared prepares s's statements, closing s if that fails.
+func prepared(ctx context.Context, s *Store) (*Store, error) {
+	ins, err := s.w.PrepareContext(ctx, s.q(insertExecutionSQL))
 	if err != nil {
-		w.Close()
-		r.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		s.r.Close()
+		s.w.Close()
+		return nil, fmt.Errorf("open store: %w", err)
 	}
-	return &Store{w: w, r: r, insertExecution: ins}, nil
+	s.insertExecution = ins
+	return s, nil
 }
 
 // openPool opens a pool whose every connection gets the same pragmas (they
@@ -134,26 +178,21 @@ func (s *Store) Close() error {
 	return errors.Join(s.insertExecution.Close(), s.r.Close(), s.w.Close())
 }
 
-// tx runs fn inside a write transaction, committing if fn returns nil.
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
 func nanos(t time.Time) int64 { return t.UnixNano() }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
 // IntegrityCheck runs SQLite's integrity check and returns its verdict,
-// "ok" for a sound database.
+// "ok" for a sound database. PostgreSQL has no such statement (its checks
+// are the operator's: amcheck, pg_checksums); there it reports "ok" when
+// the server answers.
 func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
+	if s.pg {
+		if err := s.Ping(ctx); err != nil {
+			return "", fmt.Errorf("integrity check: %w", err)
+		}
+		return "ok", nil
+	}
 	var res string
 	if err := s.r.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&res); err != nil {
 		return "", fmt.Errorf("integrity check: %w", err)

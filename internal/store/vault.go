@@ -29,49 +29,61 @@ func (s *Store) VaultToken(ctx context.Context, ns, kind, value string, candidat
 		return "", fmt.Errorf("vault token: kind %q must be letters, digits and underscores", kind)
 	}
 	kind = strings.ToUpper(kind)
-	var token string
-	// Lookup, key, choice and insert share one IMMEDIATE transaction on
-	// the single writer, so concurrent callers neither take the same token
-	// nor give one value two. The lookup goes through the writer, not the
-	// read pool, to see rows committed a moment ago.
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT token FROM pii_vault
-			WHERE namespace = ? AND kind = ? AND value = ?`, ns, kind, value).Scan(&token)
-		if err == nil || !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		key, err := vaultKey(ctx, tx, ns)
-		if err != nil {
-			return err
-		}
-		for _, c := range candidates(key) {
-			var taken bool
-			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pii_vault
-				WHERE namespace = ? AND token = ?)`, ns, c).Scan(&taken); err != nil {
-				return err
-			}
-			if taken {
-				continue
-			}
-			token = c
-			_, err = tx.ExecContext(ctx, `INSERT INTO pii_vault (namespace, token, kind, value, created_at)
-				VALUES (?, ?, ?, ?, ?)`, ns, token, kind, value, nanos(time.Now()))
-			return err
-		}
-		return errVaultFull
-	})
+	// No transaction and no read-then-write: each statement stands alone,
+	// and the unique constraints on (namespace, kind, value) and (namespace,
+	// token) decide every race, between goroutines or between replicas. An
+	// insert that conflicts inserts nothing (ON CONFLICT DO NOTHING), and
+	// what it conflicted with is then read: the value's token if another
+	// caller recorded the value first, else the candidate belongs to another
+	// value and the next one is tried. The reads go through the writer,
+	// whose view of SQLite includes commits made a moment ago.
+	token, found, err := s.vaultLookup(ctx, ns, kind, value)
+	if err != nil || found {
+		return token, err
+	}
+	key, err := s.vaultKey(ctx, ns)
 	if err != nil {
 		return "", fmt.Errorf("vault token: %w", err)
 	}
-	return token, nil
+	for _, c := range candidates(key) {
+		err := s.w.QueryRowContext(ctx, s.q(`INSERT INTO pii_vault (namespace, token, kind, value, created_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING token`),
+			ns, c, kind, value, nanos(time.Now())).Scan(&token)
+		if err == nil {
+			return token, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return "", fmt.Errorf("vault token: %w", err)
+		}
+		if token, found, err := s.vaultLookup(ctx, ns, kind, value); err != nil || found {
+			return token, err
+		}
+	}
+	return "", fmt.Errorf("vault token: %w", errVaultFull)
+}
+
+// vaultLookup returns the token recorded for value of kind in ns.
+func (s *Store) vaultLookup(ctx context.Context, ns, kind, value string) (string, bool, error) {
+	var token string
+	err := s.w.QueryRowContext(ctx, s.q(`SELECT token FROM pii_vault
+		WHERE namespace = ? AND kind = ? AND value = ?`), ns, kind, value).Scan(&token)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("vault token: %w", err)
+	}
+	return token, true, nil
 }
 
 var errVaultFull = errors.New("every candidate token is taken by another value")
 
-// vaultKey returns ns's vault key, making it on first use.
-func vaultKey(ctx context.Context, tx *sql.Tx, ns string) ([]byte, error) {
+// vaultKey returns ns's vault key, making it on first use. Two callers
+// making it at once both insert; the primary key keeps the first, and both
+// read that one back.
+func (s *Store) vaultKey(ctx context.Context, ns string) ([]byte, error) {
 	var key []byte
-	err := tx.QueryRowContext(ctx, "SELECT key FROM pii_keys WHERE namespace = ?", ns).Scan(&key)
+	err := s.w.QueryRowContext(ctx, s.q("SELECT key FROM pii_keys WHERE namespace = ?"), ns).Scan(&key)
 	if err == nil {
 		return key, nil
 	}
@@ -82,7 +94,11 @@ func vaultKey(ctx context.Context, tx *sql.Tx, ns string) ([]byte, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO pii_keys (namespace, key, created_at) VALUES (?, ?, ?)", ns, key, nanos(time.Now()))
+	if _, err := s.w.ExecContext(ctx, s.q(`INSERT INTO pii_keys (namespace, key, created_at) VALUES (?, ?, ?)
+		ON CONFLICT DO NOTHING`), ns, key, nanos(time.Now())); err != nil {
+		return nil, err
+	}
+	err = s.w.QueryRowContext(ctx, s.q("SELECT key FROM pii_keys WHERE namespace = ?"), ns).Scan(&key)
 	return key, err
 }
 
@@ -90,7 +106,7 @@ func vaultKey(ctx context.Context, tx *sql.Tx, ns string) ([]byte, error) {
 // ns has no such token.
 func (s *Store) VaultValue(ctx context.Context, ns, token string) (string, bool, error) {
 	var v string
-	err := s.r.QueryRowContext(ctx, "SELECT value FROM pii_vault WHERE namespace = ? AND token = ?", ns, token).Scan(&v)
+	err := s.r.QueryRowContext(ctx, s.q("SELECT value FROM pii_vault WHERE namespace = ? AND token = ?"), ns, token).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
