@@ -394,26 +394,8 @@ func procKB(pid int, file, key string) int64 {
 // other than upstream servers, which are not sandboxes.
 func sandboxPSS(pid int) (kb int64, count int) {
 	children := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) > 1 {
-			pp, _ := strconv.Atoi(f[1])
-			children[pp] = append(children[pp], p)
-		}
+	for _, st := range procStats() {
+		children[st.ppid] = append(children[st.ppid], st.pid)
 	}
 	var walk func(int)
 	walk = func(p int) {

@@ -142,6 +142,24 @@ func TestBuiltinPolicy(t *testing.T) {
 	}
 }
 
+// TestRestoreNotFromCodeByDefault: without pii.allowRestore, code cannot
+// call restore_pii either (it is no tool at all), so the sandbox gets no
+// originals by that way; with it, code can.
+func TestRestoreNotFromCodeByDefault(t *testing.T) {
+	_, cs, ex := leanServer(t, config.Default())
+	_, err := hostCall(t, cs, ex, "codecell", map[string]any{"tool": "restore_pii", "arguments": map[string]any{"text": "[EMAIL_000000]"}})
+	var ce *sandbox.CallError
+	if !errors.As(err, &ce) || ce.Kind != "AttributeError" {
+		t.Errorf("restore_pii from code without allowRestore: %v", err)
+	}
+	cfg := config.Default()
+	cfg.PII.AllowRestore = true
+	_, cs, ex = leanServer(t, cfg)
+	if _, err := hostCall(t, cs, ex, "codecell", map[string]any{"tool": "restore_pii", "arguments": map[string]any{"text": "[EMAIL_000000]"}}); err != nil {
+		t.Errorf("restore_pii from code with allowRestore: %v", err)
+	}
+}
+
 // TestCodecellPackageMatchesTools: each tool code can call has a function
 // of the same name in the sandbox's codecell package whose parameters are
 // the tool's input properties, and every such function is a tool.
