@@ -237,3 +237,11 @@ func selfCgroups(t *testing.T) string {
 	}
 	return strings.Join(all, "--\n")
 }
+
+// TestNilGroupCountsNoKills: a sandbox without a cgroup asks a nil Group.
+func TestNilGroupCountsNoKills(t *testing.T) {
+	var g *Group
+	if n := g.OOMKills(); n != 0 {
+		t.Errorf("nil group: %d kills", n)
+	}
+}

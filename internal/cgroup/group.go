@@ -152,8 +152,12 @@ func (g *Group) moveThread(tid string, dirs map[string]string) error {
 }
 
 // OOMKills counts the processes of the group the kernel has killed for
-// passing its memory limit. After Close it returns the count Close found.
+// passing its memory limit. After Close it returns the count Close found;
+// a nil Group (a sandbox without a cgroup) counts none.
 func (g *Group) OOMKills() uint64 {
+	if g == nil {
+		return 0 // no cgroup: the kernel kills nothing for it
+	}
 	if g.closed.Load() {
 		return g.finalOOM.Load()
 	}

@@ -359,15 +359,6 @@ func (g *gvisor) kill() {
 // the code's (an idle sandbox holds about 35 MiB).
 const GVisorMemory = 128 << 20
 
-// oomKills counts the kernel's kills for the sandbox's memory limit; 0
-// without a cgroup.
-func (g *gvisor) oomKills() uint64 {
-	if g.cg == nil {
-		return 0
-	}
-	return g.cg.OOMKills()
-}
-
 // stateFiles lists what runsc keeps for the container under its root; runsc
 // run removes it when it ends by itself.
 func (g *gvisor) stateFiles() []string {
@@ -390,11 +381,11 @@ func (g *gvisor) stateFiles() []string {
 // never reusable.
 func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result, release func(reusable bool)) {
 	x := newExchange(lim, req)
-	oomBefore := g.oomKills()
+	oomBefore := g.cg.OOMKills()
 	defer func() {
 		// The kernel kills the sentry (the sandbox's biggest process): the
 		// code sees nothing, and runsc reports a killed container.
-		if g.oomKills() > oomBefore && ctx.Err() == nil {
+		if g.cg.OOMKills() > oomBefore && ctx.Err() == nil {
 			res.OK = false
 			res.Error = memoryLimitError(lim)
 		}

@@ -489,7 +489,7 @@ const sessionGrace = 200 * time.Millisecond
 // sessionGrace); otherwise it ends when the process and its pipes have.
 func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Request, lim Limits, res *Result, session bool) outcome {
 	x := newExchange(lim, req)
-	oomBefore := z.oomKills()
+	oomBefore := z.cg.OOMKills()
 	var pipes [4]*os.File // stdout r, w; stderr r, w
 	var err error
 	for i := 0; i < 4; i += 2 {
@@ -620,7 +620,7 @@ func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Requ
 	x.finish(res, exit, lim)
 	o.result = x.hasResult()
 	o.fault = o.fault || x.fault != nil
-	if z.oomKills() > oomBefore {
+	if z.cg.OOMKills() > oomBefore {
 		// Whatever the code saw of it (a child killed, a broken
 		// channel, the fork server gone), the cause is the limit.
 		o.oom = true
@@ -635,15 +635,6 @@ func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Requ
 func memoryLimitError(lim Limits) *ExecError {
 	return failure(ErrMemoryLimit, "the execution's processes together went past the sandbox's memory limit "+
 		"of %d MiB (sandbox.memory, which bounds all of a sandbox's processes together) and the kernel killed one of them", lim.Memory>>20)
-}
-
-// oomKills counts the kernel's kills for the sandbox's memory limit; 0
-// without a cgroup.
-func (z *zygote) oomKills() uint64 {
-	if z.cg == nil {
-		return 0
-	}
-	return z.cg.OOMKills()
 }
 
 // awaitChild waits for the channel of the zygote's next pre-forked process.
