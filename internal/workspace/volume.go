@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -592,7 +593,8 @@ type netChange struct {
 	prev  int64 // opModify: its size before the run
 	size  int64 // its size now (files)
 	alloc int64 // bytes allocated now
-	order int   // when it last changed; later is larger
+	mtime int64 // its modification time now (files and directories)
+	order int   // when it last changed in the log; later is larger
 }
 
 // takeLog removes r from its tree and returns the net changes of its part
@@ -630,14 +632,17 @@ func (r *Run) takeLog() (_ []netChange, broken bool) {
 	for _, n := range byPath {
 		if n.op != opDelete {
 			if x := t.lookup(n.path); x != nil {
-				n.size, n.alloc, n.kind = x.size, x.alloc, x.kind
+				n.size, n.alloc, n.kind, n.mtime = x.size, x.alloc, x.kind, x.mtime
 			}
 		}
 		out = append(out, *n)
 	}
 	delete(t.runs, r)
 	t.trim()
-	slices.SortFunc(out, func(a, b netChange) int { return a.order - b.order })
+	// Oldest first by modification time, then by the log: an entry found
+	// by the scan of a new directory (written before its watch was added)
+	// is logged after entries written later than it.
+	slices.SortFunc(out, func(a, b netChange) int { return cmp.Or(cmp.Compare(a.mtime, b.mtime), a.order-b.order) })
 	return out, t.err != nil
 }
 

@@ -258,7 +258,7 @@ func TestBreachReclaim(t *testing.T) {
 	}
 	for _, p := range []string{"old", "new/f00", "new/f01"} {
 		if _, err := os.Stat(filepath.Join(v.Dir(), p)); err != nil {
-			t.Errorf("%s was removed: %v", p, err)
+			t.Errorf("%s was removed: %v; breach %+v", p, err, rep.Breach)
 		}
 	}
 	if len(rep.Breach.Removed) == 0 || rep.Breach.Removed[0] != "new/f39" {
