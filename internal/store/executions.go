@@ -103,11 +103,10 @@ func (s *Store) RecordExecution(ctx context.Context, e Execution) (int64, error)
 		created = time.Now()
 	}
 	// RETURNING rather than LastInsertId, which PostgreSQL's driver lacks.
-	var id int64
-	err := s.insertExecution.QueryRowContext(ctx,
+	id, err := s.logRow(ctx, []any{
 		e.Namespace, e.SessionID, e.Code, e.StdoutExcerpt, e.StderrExcerpt, e.ResultExcerpt,
 		e.ErrorType, e.ErrorMessage, e.ErrorTraceback, e.Duration.Milliseconds(), calls, e.Isolation,
-		e.ToolResultBytes, e.ReturnedBytes, nanos(created)).Scan(&id)
+		e.ToolResultBytes, e.ReturnedBytes, nanos(created)})
 	if err != nil {
 		return 0, fmt.Errorf("record execution: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
@@ -51,6 +53,14 @@ type Store struct {
 	// execution writes one row, and parsing the INSERT each time was a
 	// fifth of the cost of recording it.
 	insertExecution *sql.Stmt
+
+	// The execution log's writer (logwriter.go).
+	logQueue   chan *logRecord
+	logDone    chan struct{}
+	logMu      sync.RWMutex // guards logClosed and sends on logQueue against its close
+	logClosed  bool
+	logQueued  atomic.Int64 // rows handed to the writer, for tests
+	logCommits atomic.Int64 // transactions the writer has ended, for tests
 }
 
 // Options say which database OpenWith opens.
@@ -139,6 +149,7 @@ func prepared(ctx context.Context, s *Store) (*Store, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s.insertExecution = ins
+	s.startLogWriter()
 	return s, nil
 }
 
@@ -175,6 +186,7 @@ func openPool(path string, writer bool) (*sql.DB, error) {
 // Close closes both pools. It waits for statements in progress; the Store
 // must not be used afterwards.
 func (s *Store) Close() error {
+	s.stopLogWriter()
 	return errors.Join(s.insertExecution.Close(), s.r.Close(), s.w.Close())
 }
 
