@@ -100,35 +100,38 @@ func pyodideFigures(ctx context.Context, script string, stderr io.Writer, n, ser
 
 // measurePeer runs n trivial executions each in warm Pyodide, in a live
 // session and in a fresh process, in alternating blocks so that a change in
-// the machine's load weighs on all three alike.
+// the machine's load weighs on all three alike. The order turns each round,
+// so that no side always runs right after the same other one (a fresh
+// process leaves its sandbox's fork server work to do after it answers).
 func measurePeer(n, pyodidePid, serverPid int, pyodide, session, fresh func() error) (*peerRun, error) {
 	pr := &peerRun{}
-	timed := func(k int, into *[]time.Duration, run func() error) error {
-		for range k {
-			start := time.Now()
-			if err := run(); err != nil {
-				return err
-			}
-			*into = append(*into, time.Since(start))
-		}
-		return nil
+	sides := []struct {
+		name string
+		run  func() error
+		lat  *[]time.Duration
+		pid  int            // whose CPU time is counted, 0 for none
+		cpu  *time.Duration // where
+	}{
+		{"warm pyodide", pyodide, &pr.pyodide, pyodidePid, &pr.pyodideCPU},
+		{"live session", session, &pr.session, serverPid, &pr.sessionCPU},
+		{"fresh process", fresh, &pr.fresh, 0, nil},
 	}
-	for len(pr.pyodide) < n {
+	for round := 0; len(pr.pyodide) < n; round++ {
 		k := min(latencyBlock, n-len(pr.pyodide))
-		_, node0, _ := treeCPU(pyodidePid)
-		if err := timed(k, &pr.pyodide, pyodide); err != nil {
-			return nil, fmt.Errorf("warm pyodide: %w", err)
-		}
-		_, node1, _ := treeCPU(pyodidePid)
-		pr.pyodideCPU += node1 - node0
-		_, tree0, _ := treeCPU(serverPid)
-		if err := timed(k, &pr.session, session); err != nil {
-			return nil, fmt.Errorf("live session: %w", err)
-		}
-		_, tree1, _ := treeCPU(serverPid)
-		pr.sessionCPU += tree1 - tree0
-		if err := timed(k, &pr.fresh, fresh); err != nil {
-			return nil, fmt.Errorf("fresh process: %w", err)
+		for i := range sides {
+			sd := sides[(round+i)%len(sides)]
+			_, cpu0, _ := treeCPU(sd.pid)
+			for range k {
+				start := time.Now()
+				if err := sd.run(); err != nil {
+					return nil, fmt.Errorf("%s: %w", sd.name, err)
+				}
+				*sd.lat = append(*sd.lat, time.Since(start))
+			}
+			if sd.cpu != nil {
+				_, cpu1, _ := treeCPU(sd.pid)
+				*sd.cpu += cpu1 - cpu0
+			}
 		}
 	}
 	return pr, nil
