@@ -45,6 +45,8 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the in-process figures) to FILE")
 	npmModules := fs.String("npm", filepath.Join("testdata", "npm", "node_modules"), "node_modules with the npm MCP servers of the fourth context-efficiency scenario; missing skips it")
 	tsClient := fs.String("ts-client", "", "also measure trivial latency through the TypeScript SDK client: the path of testdata/npm/latency.mjs (needs node and the npm packages beside it)")
+	pyodide := fs.String("pyodide", "", "also measure warm Pyodide behind MCP against the live session: the path of testdata/npm/pyodide-mcp.mjs (needs node and the npm packages beside it)")
+	latencyOnly := fs.Bool("latency-only", false, "measure only the latency figures (with --ts-client and --pyodide when given): no throughput, tool-call, memory or context figures")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,11 +75,14 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	}
 	defer stopScenarios()
 	upstreams := bench.MCPServers(urls)
-	npm, err := bench.NewNPMServers(*npmModules, filepath.Join(root, "npm"))
+	var npm *bench.NPMServers
+	if !*latencyOnly {
+		npm, err = bench.NewNPMServers(*npmModules, filepath.Join(root, "npm"))
+	}
 	if err != nil {
 		fmt.Fprintf(g.stderr, "codecell bench: the npm scenario will not run: %v\n", err)
 		npm = nil
-	} else {
+	} else if npm != nil {
 		for name, entry := range npm.MCPServers() {
 			upstreams[name] = entry
 		}
@@ -155,12 +160,26 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		benchFigure{Name: "execute_code in a live session p50 (print(1), no new process)", Value: s50, Unit: "ms"},
 		benchFigure{Name: "fresh process p50 / live session p50", Value: percentile(lm.exec, 0.50) / s50, Unit: "x"})
 
+	if *pyodide != "" {
+		pyFigs, err := pyodideFigures(ctx, *pyodide, g.stderr, *n, serverPid,
+			func() error { _, err := execIn("bench", "print(1)"); return err },
+			func() error { _, err := exec1("print(1)"); return err })
+		if err != nil {
+			return fmt.Errorf("warm Pyodide figure: %w", err)
+		}
+		figs = append(figs, pyFigs...)
+	}
+
 	if *tsClient != "" {
 		tsFigs, err := tsLatency(ctx, *tsClient, self, cfgPath, filepath.Join(root, "ts-data"), *n, g.stderr)
 		if err != nil {
 			return fmt.Errorf("TypeScript client figure: %w", err)
 		}
 		figs = append(figs, tsFigs...)
+	}
+
+	if *latencyOnly {
+		return writeBench(g, figs, *mdFile, *jsonFile)
 	}
 
 	// Throughput at the given concurrency, beside as many bare spawns at
@@ -227,18 +246,23 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		fmt.Fprintf(g.stderr, "codecell bench: context efficiency: %v\n", err)
 	}
 	figs = append(figs, ctxFigs...)
+	return writeBench(g, figs, *mdFile, *jsonFile)
+}
 
+// writeBench prints the figures, and writes them as Markdown to mdFile and
+// as JSON to jsonFile when those are not empty.
+func writeBench(g *globals, figs []benchFigure, mdFile, jsonFile string) error {
 	printBench(g.stdout, figs)
-	if *mdFile != "" {
+	if mdFile != "" {
 		var b strings.Builder
 		writeMarkdown(&b, figs)
-		if err := os.WriteFile(*mdFile, []byte(b.String()), 0o644); err != nil {
+		if err := os.WriteFile(mdFile, []byte(b.String()), 0o644); err != nil {
 			return err
 		}
 	}
-	if *jsonFile != "" {
+	if jsonFile != "" {
 		b, _ := json.MarshalIndent(figs, "", "  ")
-		if err := os.WriteFile(*jsonFile, append(b, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(jsonFile, append(b, '\n'), 0o644); err != nil {
 			return err
 		}
 	}

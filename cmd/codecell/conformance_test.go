@@ -33,10 +33,17 @@ var npmDeps = map[string]string{
 	"@modelcontextprotocol/server-everything": "dist/index.js",
 }
 
-// conformanceEnv finds node and the pinned npm packages. When they are
-// missing it skips with the reason, except in CI (CI set), where make test
-// installs them and their absence is a failure.
+// conformanceEnv finds node and the pinned npm packages of the suite. When
+// they are missing it skips with the reason, except in CI (CI set), where
+// make test installs them and their absence is a failure.
 func conformanceEnv(t *testing.T) (node, npmDir string) {
+	t.Helper()
+	return npmEnv(t, npmDeps)
+}
+
+// npmEnv finds node and the pinned npm packages deps (each with the path of
+// an entry point), skipping or failing as conformanceEnv does.
+func npmEnv(t *testing.T, deps map[string]string) (node, npmDir string) {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -56,7 +63,7 @@ func conformanceEnv(t *testing.T) (node, npmDir string) {
 	if err := json.Unmarshal(raw, &pinned); err != nil {
 		t.Fatalf("testdata/npm/package.json: %v", err)
 	}
-	for pkg, entry := range npmDeps {
+	for pkg, entry := range deps {
 		dir := filepath.Join(npmDir, "node_modules", filepath.FromSlash(pkg))
 		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(entry))); err != nil {
 			missingDep(t, "%s is not installed in testdata/npm (make npm-deps installs it): %v", pkg, err)

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// pyodideDeps are the packages of testdata/npm that pyodide-mcp.mjs needs.
+var pyodideDeps = map[string]string{
+	"@modelcontextprotocol/sdk": "package.json",
+	"pyodide":                   "pyodide.mjs",
+	"zod":                       "package.json",
+}
+
+// TestPyodideServer starts the warm Pyodide peer of bench --pyodide
+// (testdata/npm/pyodide-mcp.mjs) and checks what run_python_code answers,
+// with the Go SDK client the bench drives it with.
+func TestPyodideServer(t *testing.T) {
+	_, npmDir := npmEnv(t, pyodideDeps)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stderr strings.Builder
+	peer, err := startPyodide(ctx, filepath.Join(npmDir, "pyodide-mcp.mjs"), &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	defer peer.Close()
+	out, err := peer.run(ctx, "print(1)")
+	if err != nil || out != "1\n" {
+		t.Fatalf("print(1): %q, %v", out, err)
+	}
+	tests := []struct {
+		name, code, want string
+	}{
+		{"stdout", "print(1)", "<status>success</status>\n<output>\n1\n</output>"},
+		{"stderr and value", "import sys\nprint('e', file=sys.stderr)\n{'a': 1}",
+			"<status>success</status>\n<output>\ne\n</output>\n<return_value>\n{\n  \"a\": 1\n}\n</return_value>"},
+		{"string value as it is", "'s'", "<status>success</status>\n<return_value>\ns\n</return_value>"},
+		// Each call has fresh globals, as in mcp-run-python.
+		{"fresh globals", "x = 1", "<status>success</status>"},
+		{"error", "x", "<status>run-error</status>\n<error>\nTraceback (most recent call last):\n  File \"main.py\", line 1, in <module>\n    x\nNameError: name 'x' is not defined\n\n</error>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := peer.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python_code", Arguments: map[string]any{"code": tt.code}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := textOf(res); res.IsError || got != tt.want {
+				t.Errorf("run_python_code(%q) = %q (error %v), want %q", tt.code, got, res.IsError, tt.want)
+			}
+		})
+	}
+}
+
+// TestMeasurePeer checks that measurePeer runs each side n times in
+// alternating blocks, in an order that turns, and that the 1.5x target is judged on the p50s.
+func TestMeasurePeer(t *testing.T) {
+	var order strings.Builder
+	sleep := func(c byte, d time.Duration) func() error {
+		return func() error { order.WriteByte(c); time.Sleep(d); return nil }
+	}
+	pr, err := measurePeer(2*latencyBlock+1, 0, 0, sleep('p', time.Millisecond), sleep('s', 2*time.Millisecond), sleep('f', 4*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := latencyBlock
+	block := func(sides string) (s string) {
+		for _, c := range sides {
+			s += strings.Repeat(string(c), b)
+		}
+		return s
+	}
+	want := block("psf") + block("sfp") + "fps" // the order turns each round
+	if order.String() != want {
+		t.Errorf("order %s, want %s", order.String(), want)
+	}
+	figs := pr.figures()
+	var ratio *benchFigure
+	for i := range figs {
+		if figs[i].Name == "live session p50 / warm Pyodide p50" {
+			ratio = &figs[i]
+		}
+	}
+	if ratio == nil || ratio.Met == nil || *ratio.Met || ratio.Value < 1.5 {
+		t.Errorf("live session at twice Pyodide's latency: ratio figure %+v, want not met", ratio)
+	}
+	_, err = measurePeer(3, 0, 0, sleep('p', 0), func() error { return errors.New("boom") }, sleep('f', 0))
+	if err == nil || !strings.Contains(err.Error(), "live session: boom") {
+		t.Errorf("a failing side: %v", err)
+	}
+}
+
+// TestBenchPyodide runs `codecell bench --latency-only --pyodide` for a few
+// executions and checks that issue 16's figures were measured.
+func TestBenchPyodide(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real sandboxes")
+	}
+	requireProduction(t)
+	_, npmDir := npmEnv(t, pyodideDeps)
+	jsonFile := filepath.Join(t.TempDir(), "bench.json")
+	out, code := runCLI(t, "bench", "--latency-only", "--n", "30", "--json", jsonFile, "--pyodide", filepath.Join(npmDir, "pyodide-mcp.mjs"))
+	if code != 0 {
+		t.Fatalf("bench exit %d:\n%s", code, out)
+	}
+	var figs []benchFigure
+	b, err := os.ReadFile(jsonFile)
+	if err != nil || json.Unmarshal(b, &figs) != nil {
+		t.Fatalf("bench JSON: %v\n%s", err, b)
+	}
+	for _, w := range []string{"warm Pyodide p50", "warm Pyodide p99", "live session p50 (same blocks)", "fresh process p50 (same blocks)",
+		"live session p50 / warm Pyodide p50", "fresh process p50 / warm Pyodide p50"} {
+		found := false
+		for _, f := range figs {
+			if strings.HasPrefix(f.Name, w) && f.Value > 0 {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no measured figure for %q in %s", w, b)
+		}
+	}
+	for _, f := range figs {
+		if strings.Contains(f.Name, "throughput") {
+			t.Errorf("--latency-only measured %q", f.Name)
+		}
+	}
+}
