@@ -3,6 +3,7 @@ package pii
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"strings"
@@ -298,4 +299,43 @@ func FuzzTokenizeRestore(f *testing.F) {
 			t.Errorf("Restore(Tokenize(%q)) = %q via %q", in, back, tok)
 		}
 	})
+}
+
+// TestSecretRulesCompile compiles every gitleaks rule, which the detector
+// otherwise does only when a rule first runs.
+func TestSecretRulesCompile(t *testing.T) {
+	sr, err := loadSecretRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range sr.rules {
+		if r := sr.rules[i].regexps(); r.re == nil || r.anchored == nil {
+			t.Errorf("rule %s: no regexps", sr.rules[i].id)
+		}
+	}
+}
+
+// TestAhoCorasick checks the keyword automaton against strings.Index on
+// keywords that share prefixes and suffixes, and bytes in no keyword.
+func TestAhoCorasick(t *testing.T) {
+	kws := []string{"he", "she", "his", "hers", "key_", "api-key", "a", "é"}
+	ac := newAhoCorasick(kws)
+	for _, text := range []string{"", "ushers", "my api-key_ is hers; she said", "aaa", "HE he\x00h\xffe", "café"} {
+		got := map[[2]int]bool{}
+		ac.each(text, func(k, start int) { got[[2]int{k, start}] = true })
+		want := map[[2]int]bool{}
+		for k, kw := range kws {
+			if kw[0] >= 0x80 {
+				continue // bytes outside ASCII never match
+			}
+			for i := 0; i+len(kw) <= len(text); i++ {
+				if text[i:i+len(kw)] == kw {
+					want[[2]int{k, i}] = true
+				}
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%q: got %v, want %v", text, got, want)
+		}
+	}
 }
