@@ -44,7 +44,7 @@ type Request struct {
 	Calls CallHandler
 	// OnOutput, when set, is called with each piece of output as it
 	// arrives, for progress reports. It runs on the reader's goroutine and
-	// must return quickly.
+	// must return quickly, and must not keep data (its buffer is reused).
 	OnOutput func(stream string, data []byte)
 
 	// MaxToolCalls bounds the code's "tool" calls; past it the execution
