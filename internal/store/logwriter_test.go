@@ -123,3 +123,22 @@ func holdWriteLock(t *testing.T, s *Store, again func() (*Store, error)) (releas
 	t.Cleanup(release)
 	return release
 }
+
+// TestLogLeavesWritesSynced: the log's transactions skip the fsync, and
+// every other write on the same connection still syncs afterwards.
+func TestLogLeavesWritesSynced(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	for range 3 {
+		if _, err := s.RecordExecution(ctx, Execution{Namespace: "ns", Code: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mode int
+	if err := s.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != 2 {
+		t.Errorf("synchronous = %d on the writer after the log's writes; want 2 (FULL)", mode)
+	}
+}

@@ -158,12 +158,11 @@ func prepared(ctx context.Context, s *Store) (*Store, error) {
 //
 // synchronous=FULL, not NORMAL: in WAL mode NORMAL skips the fsync at each
 // commit, so a power loss or OS crash can roll back transactions whose
-// Exec had already returned. SPEC §9 promises that only executions in
-// flight are lost, and callers treat a returned RecordExecution or SaveSkill
-// as durable, so each commit syncs the WAL. The cost is one fsync per write,
-// small beside the cost of running the code being recorded. (A kill -9 of
-// the process alone loses nothing with either setting; FULL is about the
-// machine going down.)
+// Exec had already returned. A saved skill or a vault token must survive
+// that, so each commit syncs the WAL. (A kill -9 of the process alone
+// loses nothing with either setting; FULL is about the machine going
+// down.) The execution log's own transactions are the exception: see
+// logwriter.go.
 func openPool(path string, writer bool) (*sql.DB, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
