@@ -76,6 +76,14 @@ func TestBasics(t *testing.T) {
 				{name: "sys.exit(3)", code: "import sys; sys.exit(3)", errType: "SystemExit"},
 				{name: "os._exit", code: "import os; os._exit(4)", errType: "SystemExit"},
 				{name: "subprocess output", code: "import subprocess; subprocess.run(['/usr/bin/echo', 'hi'])", ok: true, stdout: "hi\n"},
+				// The process prepared itself before the code came (issue
+				// 16): nothing of that shows, and its streams are the pipes.
+				{name: "fresh state", code: "import linecache, sys\n" +
+					"[sorted(k for k in globals() if not k.startswith('__')), sorted(k for k in linecache.cache if k.startswith('<')),\n" +
+					" sys.stdout.seekable(), sys.stdout.isatty(), sys.stderr.seekable(), sys.stdin.read(), sys.stdout.fileno(), sys.stderr.fileno()]",
+					ok: true, result: []any{[]any{"display_image", "linecache", "sys"}, []any{"<cell>"}, false, false, false, "", float64(1), float64(2)}},
+				{name: "signals at their defaults", code: "import signal\n[signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL, signal.getsignal(signal.SIGINT) == signal.SIG_DFL]",
+					ok: true, result: []any{true, true}},
 			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
