@@ -598,7 +598,7 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (*
 func (s *server) newTransport() (mcp.Transport, error) {
 	c := s.cfg
 	if srv := s.m.opts.InProcess[c.Name]; srv != nil {
-		serverSide, clientSide := mcp.NewInMemoryTransports()
+		serverSide, clientSide := inProcessTransports()
 		if _, err := srv.Connect(context.Background(), serverSide, nil); err != nil {
 			return nil, err
 		}
