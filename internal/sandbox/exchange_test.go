@@ -1,0 +1,88 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/codecell/codecell/internal/channel"
+)
+
+// TestExchangeCalls drives an exchange's calls without a sandbox: calls one
+// after another (answered by a call goroutine that waits for the next),
+// then many at once, each answered once with its own id; and once the calls'
+// context ends, wait returns, idle call goroutines included.
+func TestExchangeCalls(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, w := io.Pipe()
+	x := newExchange(Limits{}, &Request{})
+	h := &echoHandler{}
+	x.serveCalls(ctx, &Request{Calls: h}, w)
+	replies := make(chan replyFrame)
+	go func() {
+		defer close(replies)
+		fr := channel.NewReader(r, 0)
+		for {
+			m, err := fr.Read()
+			if err != nil {
+				return
+			}
+			var rf replyFrame
+			if err := m.Decode(&rf); err != nil {
+				t.Error(err)
+				return
+			}
+			replies <- rf
+		}
+	}()
+	send := func(id int) {
+		raw, _ := json.Marshal(map[string]any{"type": "call", "id": id, "method": "tool",
+			"params": map[string]any{"server": "s", "tool": "t", "arguments": map[string]any{"n": id}}})
+		if x.call(channel.Message{Type: "call", Raw: raw}) {
+			t.Fatalf("call %d: fault %v", id, x.fault)
+		}
+	}
+	check := func(rf replyFrame) int {
+		want := fmt.Sprintf(`{"structured":{"n":%d}}`, rf.ID)
+		if got := toJSON(rf.Result); !rf.OK || got != want {
+			t.Errorf("reply %d: ok %v, %s, want %s", rf.ID, rf.OK, got, want)
+		}
+		return int(rf.ID)
+	}
+	for id := 1; id <= 200; id++ {
+		send(id)
+		if got := check(<-replies); got != id {
+			t.Fatalf("reply to %d, want %d", got, id)
+		}
+	}
+	const together = 3 * maxInflightCalls
+	var mu sync.Mutex
+	seen := map[int]bool{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range together {
+			id := check(<-replies)
+			mu.Lock()
+			if seen[id] {
+				t.Errorf("two replies to %d", id)
+			}
+			seen[id] = true
+			mu.Unlock()
+		}
+	}()
+	for id := 1000; id < 1000+together; id++ {
+		send(id)
+	}
+	<-done
+	if got := h.calls.Load(); got != 200+together {
+		t.Errorf("%d calls handled, want %d", got, 200+together)
+	}
+	cancel()
+	x.wait()
+	w.Close()
+}
