@@ -42,7 +42,11 @@ func TestExchangeCalls(t *testing.T) {
 	send := func(id int) {
 		raw, _ := json.Marshal(map[string]any{"type": "call", "id": id, "method": "tool",
 			"params": map[string]any{"server": "s", "tool": "t", "arguments": map[string]any{"n": id}}})
-		if x.call(channel.Message{Type: "call", Raw: raw}) {
+		var c callFrame
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
+		if x.call(c, true) {
 			t.Fatalf("call %d: fault %v", id, x.fault)
 		}
 	}
