@@ -170,3 +170,32 @@ func FuzzReadInto(f *testing.F) {
 		}
 	})
 }
+
+// callPayload is a tool call frame as the sandbox writes it.
+var callPayload = `{"type": "call", "id": 15326, "method": "tool", "params": {"server": "bench", "tool": "echo", "arguments": {"text": "x"}}}`
+
+// BenchmarkReadThenDecode and BenchmarkReadInto compare the two ways of
+// reading a call frame.
+func BenchmarkReadThenDecode(b *testing.B) {
+	f := frame(callPayload)
+	for b.Loop() {
+		m, err := NewReader(bytes.NewReader(f), 0).Read()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var h callHead
+		if err := m.Decode(&h); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadInto(b *testing.B) {
+	f := frame(callPayload)
+	for b.Loop() {
+		var h callHead
+		if _, ok, err := NewReader(bytes.NewReader(f), 0).ReadInto(&h); err != nil || !ok {
+			b.Fatal(err)
+		}
+	}
+}
