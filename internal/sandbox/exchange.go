@@ -51,9 +51,10 @@ type exchange struct {
 	// copies of its stack as it grew to the depth of a tool call (the MCP
 	// client's JSON), on every call: a tenth of the host's CPU per call
 	// when calls come one after another.
-	idle    chan callFrame
-	nCalls  atomic.Int64
-	nFrames int64 // call frames read, of any method (reader goroutine only)
+	idle       chan callFrame
+	goroutines int // call goroutines started (reader goroutine only)
+	nCalls     atomic.Int64
+	nFrames    int64 // call frames read, of any method (reader goroutine only)
 
 	cut func(string, int) int // Request.Cut
 
@@ -84,11 +85,15 @@ func (x *exchange) serveCalls(ctx context.Context, req *Request, w io.Writer) {
 
 // maxInflightCalls bounds the calls of one execution answered at once; past
 // it the host stops reading the channel until one finishes, so a flood of
-// calls costs the code time, not the host memory. maxCallFrames bounds the
-// calls of any method in one execution.
+// calls costs the code time, not the host memory. maxCallGoroutines bounds
+// the goroutines that answer them: one that has answered a call but does not
+// wait for the next yet holds no slot, so more of them than slots spare the
+// reader a wait. maxCallFrames bounds the calls of any method in one
+// execution.
 const (
-	maxInflightCalls = 64
-	maxCallFrames    = 100_000
+	maxInflightCalls  = 64
+	maxCallGoroutines = 2 * maxInflightCalls
+	maxCallFrames     = 100_000
 )
 
 // callFrame is a call from the code; replyFrame the host's answer.
@@ -151,11 +156,22 @@ func (x *exchange) call(c callFrame, ok bool) bool {
 	}
 	select {
 	case x.idle <- c:
+		return false
 	default:
-		// Every call goroutine is busy (there are at most as many as
-		// slots): one more.
+	}
+	if x.goroutines < maxCallGoroutines {
+		// Every call goroutine is busy, or has just answered and is not
+		// waiting yet: one more.
+		x.goroutines++
 		x.inflight.Add(1)
 		go x.answer(c)
+		return false
+	}
+	// At most maxInflightCalls of them are busy (each holds a slot): the
+	// others have answered and are about to wait for a call.
+	select {
+	case x.idle <- c:
+	case <-x.ctx.Done():
 	}
 	return false
 }

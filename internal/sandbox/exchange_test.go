@@ -13,8 +13,9 @@ import (
 
 // TestExchangeCalls drives an exchange's calls without a sandbox: calls one
 // after another (answered by a call goroutine that waits for the next),
-// then many at once, each answered once with its own id; and once the calls'
-// context ends, wait returns, idle call goroutines included.
+// then many at once, each answered once with its own id and by a bounded
+// number of goroutines; and once the calls' context ends, wait returns, idle
+// call goroutines included.
 func TestExchangeCalls(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -63,6 +64,11 @@ func TestExchangeCalls(t *testing.T) {
 			t.Fatalf("reply to %d, want %d", got, id)
 		}
 	}
+	// Reused, not one per call (a goroutine that has just answered may not
+	// wait yet when the next call comes, so more than one may be started).
+	if x.goroutines >= 100 {
+		t.Errorf("%d call goroutines for 200 calls one after another", x.goroutines)
+	}
 	const together = 3 * maxInflightCalls
 	var mu sync.Mutex
 	seen := map[int]bool{}
@@ -83,6 +89,9 @@ func TestExchangeCalls(t *testing.T) {
 		send(id)
 	}
 	<-done
+	if x.goroutines > maxCallGoroutines {
+		t.Errorf("%d call goroutines, at most %d", x.goroutines, maxCallGoroutines)
+	}
 	if got := h.calls.Load(); got != 200+together {
 		t.Errorf("%d calls handled, want %d", got, 200+together)
 	}
