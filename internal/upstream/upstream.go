@@ -58,8 +58,9 @@ type Options struct {
 	Logger   *slog.Logger // nil means silent
 	Version  string       // codecell's version, sent to servers
 	// InProcess are servers that live in this process, by name, connected
-	// over in-memory transports instead of their config's command or URL
-	// (benchmarks and tests measure codecell's own overhead with them).
+	// instead of their config's command or URL over a transport that hands
+	// messages over without encoding them (benchmarks and tests measure
+	// codecell's own overhead with them).
 	InProcess map[string]*mcp.Server
 	// Redact, when set, is applied to what a server writes on stderr, a
 	// line at a time as it comes, before any of it is kept, and to the
