@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -43,6 +44,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	mdFile := fs.String("markdown", "", "also write the table as Markdown to FILE")
 	jsonFile := fs.String("json", "", "also write the figures as JSON to FILE")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the in-process figures) to FILE")
+	onlyCalls := fs.Bool("only-tool-calls", false, "measure only the tool-call figure (no codecell serve, no other figures)")
 	npmModules := fs.String("npm", filepath.Join("testdata", "npm", "node_modules"), "node_modules with the npm MCP servers of the fourth context-efficiency scenario; missing skips it")
 	tsClient := fs.String("ts-client", "", "also measure trivial latency through the TypeScript SDK client: the path of testdata/npm/latency.mjs (needs node and the npm packages beside it)")
 	pyodide := fs.String("pyodide", "", "also measure warm Pyodide behind MCP against the live session: the path of testdata/npm/pyodide-mcp.mjs (needs node and the npm packages beside it)")
@@ -55,6 +57,9 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer stopProfile()
+	if *onlyCalls {
+		return benchToolCalls(ctx, g, *calls, *mdFile, *jsonFile)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -310,6 +315,23 @@ func writeMarkdown(w io.Writer, figs []benchFigure) {
 	}
 }
 
+// benchToolCalls measures and prints the tool-call figure alone: it needs no
+// `codecell serve`, scenarios nor warm-up, so a profile of it shows the cost
+// per call and little else.
+func benchToolCalls(ctx context.Context, g *globals, calls int, mdFile, jsonFile string) error {
+	root, err := os.MkdirTemp("", "codecell-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	os.Chmod(root, 0o711)
+	figs, err := toolCallRate(ctx, g, root, calls)
+	if err != nil {
+		return fmt.Errorf("tool-call figure: %w", err)
+	}
+	return writeBench(g, figs, mdFile, jsonFile)
+}
+
 // echoServer is the upstream of the tool-call figure: one echo tool.
 func echoServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
@@ -360,30 +382,42 @@ from concurrent.futures import ThreadPoolExecutor
 from servers.bench import echo
 N, T = %d, %d
 echo(text="warm")
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 if T == 1:
     for i in range(N):
         echo(text="x")
 else:
     with ThreadPoolExecutor(T) as pool:
         list(pool.map(lambda i: echo(text="x"), range(N)))
-N / (time.perf_counter() - t0)
+t1, c1 = time.perf_counter(), time.process_time()
+{"rate": N / (t1 - t0), "cpu_us": (c1 - c0) / N * 1e6}
 `, calls, threads)
+		// CPU per call, beside the rate: on a shared machine the rate
+		// follows the load of others, CPU time much less. The host's is
+		// this process's (codecell and the upstream), over the whole
+		// execution; the sandbox's, the code's process over the loop.
+		cpu0 := selfCPU(syscall.RUSAGE_SELF)
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": code}})
 		if err != nil {
 			return nil, err
 		}
+		hostCPU := selfCPU(syscall.RUSAGE_SELF) - cpu0
 		if res.IsError {
 			return nil, fmt.Errorf("execute_code: %s", textOf(res))
 		}
 		var out struct {
-			Result float64 `json:"result"`
+			Result struct {
+				Rate  float64 `json:"rate"`
+				CPUUs float64 `json:"cpu_us"`
+			} `json:"result"`
 		}
 		b, _ := json.Marshal(res.StructuredContent)
 		json.Unmarshal(b, &out)
-		f := benchFigure{Name: fmt.Sprintf("tool calls per second in one execution, in-process upstream (%d thread(s))", threads), Value: out.Result, Unit: "calls/s", Target: ">= 5000/s"}
-		f.check(out.Result >= 5000)
-		figs = append(figs, f)
+		f := benchFigure{Name: fmt.Sprintf("tool calls per second in one execution, in-process upstream (%d thread(s))", threads), Value: out.Result.Rate, Unit: "calls/s", Target: ">= 5000/s"}
+		f.check(out.Result.Rate >= 5000)
+		figs = append(figs, f,
+			benchFigure{Name: fmt.Sprintf("host CPU per tool call (%d thread(s); codecell and the in-process upstream)", threads), Value: float64(hostCPU.Microseconds()) / float64(calls), Unit: "µs"},
+			benchFigure{Name: fmt.Sprintf("sandbox CPU per tool call (%d thread(s); the code's process)", threads), Value: out.Result.CPUUs, Unit: "µs"})
 	}
 	return figs, nil
 }

@@ -31,6 +31,7 @@ func TestBenchCommand(t *testing.T) {
 	want := []string{"latency p50", "latency p99", "bare python3", "p50 / bare spawn p50", "p99 / bare spawn p50",
 		"CPU per trivial execution", "CPU per bare spawn", "page faults per trivial execution", "live session p50",
 		"throughput at concurrency 8", "bare spawns at concurrency 8", "tool calls per second",
+		"host CPU per tool call", "sandbox CPU per tool call",
 		"idle server RSS", "per warm sandbox", "document-move", "table-filter", "cross-server-join", "npm-file-to-memory"}
 	for _, w := range want {
 		found := false
@@ -46,6 +47,48 @@ func TestBenchCommand(t *testing.T) {
 	md, _ := os.ReadFile(mdFile)
 	if !strings.HasPrefix(string(md), "| figure | value | target | met |") {
 		t.Errorf("markdown: %s", md)
+	}
+}
+
+// TestBenchToolCallsOnly runs the tool-call figure alone (bench
+// --only-tool-calls) and checks its figures, and that nothing else ran.
+func TestBenchToolCallsOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real sandbox")
+	}
+	requireProduction(t)
+	jsonFile := filepath.Join(t.TempDir(), "bench.json")
+	out, code := runCLI(t, "bench", "--only-tool-calls", "--tool-calls", "300", "--json", jsonFile)
+	if code != 0 {
+		t.Fatalf("bench exit %d:\n%s", code, out)
+	}
+	var figs []benchFigure
+	b, err := os.ReadFile(jsonFile)
+	if err != nil || json.Unmarshal(b, &figs) != nil {
+		t.Fatalf("bench JSON: %v\n%s", err, b)
+	}
+	var names []string
+	for _, f := range figs {
+		if f.Value <= 0 {
+			t.Errorf("%s: not measured (%v)", f.Name, f.Value)
+		}
+		names = append(names, f.Name)
+	}
+	for _, w := range []string{"tool calls per second", "host CPU per tool call", "sandbox CPU per tool call"} {
+		for _, threads := range []string{"(1 thread(s)", "(8 thread(s)"} {
+			n := 0
+			for _, name := range names {
+				if strings.Contains(name, w) && strings.Contains(name, threads) {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d figures for %q %s, want 1: %q", n, w, threads, names)
+			}
+		}
+	}
+	if len(figs) != 6 {
+		t.Errorf("%d figures, want the 6 of the tool-call figure: %q", len(figs), names)
 	}
 }
 

@@ -56,21 +56,59 @@ func NewReader(r io.Reader, max int) *Reader {
 // Read returns the next frame. It returns io.EOF only on a clean end between
 // frames; a frame cut short is io.ErrUnexpectedEOF.
 func (r *Reader) Read() (Message, error) {
-	if _, err := io.ReadFull(r.r, r.hdr[:]); err != nil {
+	buf, err := r.payload()
+	if err != nil {
 		return Message{}, err
+	}
+	return parse(buf)
+}
+
+// Head is what ReadInto decodes a frame into: fields of the frames the
+// caller expects most, with the frame's type.
+type Head interface {
+	// FrameType is the decoded "type" field, "" if it had none. It must
+	// be decoded into a *string, as Read does, so that a "type" that is
+	// null (even after a string: the last key wins) counts as none.
+	FrameType() string
+}
+
+// ReadInto is Read that also decodes the payload into head, in the pass that
+// finds the frame's type: a caller that decodes most frames into the same
+// fields need not decode them a second time with Message.Decode. decoded
+// reports whether head holds the frame (it may hold part of it otherwise).
+// A frame that does not decode into head is checked as Read checks it, and
+// is returned, or refused, as Read would.
+func (r *Reader) ReadInto(head Head) (m Message, decoded bool, err error) {
+	buf, err := r.payload()
+	if err != nil {
+		return Message{}, false, err
+	}
+	if json.Unmarshal(buf, head) == nil {
+		if t := head.FrameType(); t != "" {
+			return Message{Type: t, Raw: buf}, true, nil
+		}
+	}
+	m, err = parse(buf)
+	return m, false, err
+}
+
+// payload reads the next frame's payload.
+func (r *Reader) payload() ([]byte, error) {
+	if _, err := io.ReadFull(r.r, r.hdr[:]); err != nil {
+		return nil, err
 	}
 	n := binary.BigEndian.Uint32(r.hdr[:])
 	if uint64(n) > uint64(r.max) {
-		return Message{}, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, r.max)
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, r.max)
 	}
 	buf := make([]byte, n)
 	if _, err := io.ReadFull(r.r, buf); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return Message{}, err
+		return nil, err
 	}
-	return parse(buf)
+	return buf, nil
 }
 
 // parse checks that a payload is a JSON object with a non-empty string type.

@@ -3,6 +3,7 @@ package channel
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -97,4 +98,104 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// callHead is a Head for the tests: a call frame's fields.
+type callHead struct {
+	Type   *string         `json:"type"`
+	ID     int64           `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+func (h *callHead) FrameType() string {
+	if h.Type == nil {
+		return ""
+	}
+	return *h.Type
+}
+
+func TestReadInto(t *testing.T) {
+	tests := []struct {
+		name, payload string
+		typ           string // "" when refused
+		decoded       bool
+	}{
+		{"call", `{"type":"call","id":3,"method":"tool","params":{"a":[1]}}`, "call", true},
+		{"other fields", `{"type":"output","stream":"stdout","data":"x"}`, "output", true},
+		{"id not an integer", `{"type":"call","id":"x","method":"tool"}`, "call", false},
+		{"null after a type", `{"type":"call","type":null}`, "", false},
+		{"no type", `{"id":1}`, "", false},
+		{"not json", `{"type":"call",`, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h callHead
+			m, decoded, err := NewReader(bytes.NewReader(frame(tt.payload)), 0).ReadInto(&h)
+			if tt.typ == "" {
+				if !errors.Is(err, ErrBadFrame) {
+					t.Fatalf("err = %v, want ErrBadFrame", err)
+				}
+				return
+			}
+			if err != nil || m.Type != tt.typ || decoded != tt.decoded || string(m.Raw) != tt.payload {
+				t.Fatalf("got %+v, %v, %v; want type %q, decoded %v", m, decoded, err, tt.typ, tt.decoded)
+			}
+			if decoded && tt.typ == "call" && (h.ID != 3 || h.Method != "tool" || string(h.Params) != `{"a":[1]}`) {
+				t.Errorf("head %+v", h)
+			}
+		})
+	}
+}
+
+// FuzzReadInto: ReadInto accepts and refuses what Read does, with the same
+// type, whatever the bytes.
+func FuzzReadInto(f *testing.F) {
+	f.Add(frame(`{"type":"call","id":1,"method":"tool","params":{}}`))
+	f.Add(frame(`{"type":"call","type":null}`))
+	f.Add(frame(`{"type":"a","type":"b"}`))
+	f.Add(frame(`{"TYPE":"call","Id":2}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r1, r2 := NewReader(bytes.NewReader(data), 1024), NewReader(bytes.NewReader(data), 1024)
+		for i := 0; i < 100; i++ {
+			m1, err1 := r1.Read()
+			var h callHead
+			m2, _, err2 := r2.ReadInto(&h)
+			if (err1 == nil) != (err2 == nil) || m1.Type != m2.Type || string(m1.Raw) != string(m2.Raw) {
+				t.Fatalf("Read: %+v, %v; ReadInto: %+v, %v", m1, err1, m2, err2)
+			}
+			if err1 != nil {
+				return
+			}
+		}
+	})
+}
+
+// callPayload is a tool call frame as the sandbox writes it.
+var callPayload = `{"type": "call", "id": 15326, "method": "tool", "params": {"server": "bench", "tool": "echo", "arguments": {"text": "x"}}}`
+
+// BenchmarkReadThenDecode and BenchmarkReadInto compare the two ways of
+// reading a call frame.
+func BenchmarkReadThenDecode(b *testing.B) {
+	f := frame(callPayload)
+	for b.Loop() {
+		m, err := NewReader(bytes.NewReader(f), 0).Read()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var h callHead
+		if err := m.Decode(&h); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadInto(b *testing.B) {
+	f := frame(callPayload)
+	for b.Loop() {
+		var h callHead
+		if _, ok, err := NewReader(bytes.NewReader(f), 0).ReadInto(&h); err != nil || !ok {
+			b.Fatal(err)
+		}
+	}
 }

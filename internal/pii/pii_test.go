@@ -267,6 +267,23 @@ func TestRestoreJSON(t *testing.T) {
 	if _, err := RestoreJSON([]byte(`{"a":`), v); err != ErrInvalidJSON {
 		t.Errorf("invalid input: err = %v, want ErrInvalidJSON", err)
 	}
+	// Without a '[' anywhere: a token written only as an escape (either
+	// case) is still restored; a document with neither is left as it is.
+	for _, raw := range []string{`{"to": "\u005B` + tok[1:] + `"}`, `{"to": "\u005b` + tok[1:] + `"}`} {
+		out, err := RestoreJSON([]byte(raw), v)
+		var got map[string]string
+		if err != nil || json.Unmarshal(out, &got) != nil || got["to"] != `x"y\z@example.com` {
+			t.Errorf("RestoreJSON(%s) = %s, %v", raw, out, err)
+		}
+	}
+	for _, raw := range []string{`{"text": "x", "n": 1}`, `"EMAIL_abcdef]"`, `{}`} {
+		if out, known, err := RestoreJSONKnown([]byte(raw), v); err != nil || string(out) != raw || known != nil {
+			t.Errorf("RestoreJSONKnown(%s) = %s, %v, %v", raw, out, known, err)
+		}
+	}
+	if _, err := RestoreJSON([]byte(`{"a": 1`), v); err != ErrInvalidJSON {
+		t.Errorf("invalid input without '[': err = %v, want ErrInvalidJSON", err)
+	}
 }
 
 func FuzzTokenizeRestore(f *testing.F) {

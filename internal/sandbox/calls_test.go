@@ -99,3 +99,42 @@ func TestCallsToHost(t *testing.T) {
 		})
 	}
 }
+
+// textHandler answers every tool call with its argument "text" as a tool's
+// text content, as the server's replyOf shapes it.
+type textHandler struct{}
+
+func (textHandler) HandleCall(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	var p struct {
+		Arguments struct {
+			Text string `json:"text"`
+		} `json:"arguments"`
+	}
+	json.Unmarshal(params, &p)
+	return map[string]any{"structured": nil, "content": []map[string]any{{"type": "text", "text": p.Arguments.Text}}}, nil
+}
+
+// TestToolTextDecoding: a tool's text comes back to the code as JSON when
+// it parses as JSON, else as the text itself (whichever thread reads the
+// answer: the caller itself, or the reader thread when calls overlap).
+func TestToolTextDecoding(t *testing.T) {
+	m, ws := newTestManager(t, Development, Limits{}, 1)
+	code := `
+from concurrent.futures import ThreadPoolExecutor
+from codecell import _rpc
+texts = ["x", "", " [1, 2]", "\n{\"a\": 1}", "-1.5", "true", "tru", "null", "NaN", "Infinity", "nope", "\"q\"", "[1,", "é", "\ufeff1"]
+one = [_rpc.call("s", "t", {"text": s}) for s in texts]
+with ThreadPoolExecutor(4) as pool:
+    many = list(pool.map(lambda s: _rpc.call("s", "t", {"text": s}), texts * 4))
+assert many == one * 4, (one, many)
+[repr(v) for v in one]
+`
+	r := m.Exec(context.Background(), Request{Workspace: ws, Code: code, Timeout: slack, Calls: textHandler{}})
+	if !r.OK {
+		t.Fatalf("%+v", r.Error)
+	}
+	want := `["'x'","''","[1, 2]","{'a': 1}","-1.5","True","'tru'","None","nan","inf","'nope'","'q'","'[1,'","'é'","'\\ufeff1'"]`
+	if got := toJSON(r.Result); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

@@ -39,15 +39,22 @@ type exchange struct {
 	onOutput func(stream string, data []byte) // Request.OnOutput
 
 	// Calls from the code: answered on w by the request's handler, each in
-	// its own goroutine, until ctx ends.
+	// a goroutine of its own at a time, until ctx ends.
 	ctx      context.Context
 	calls    CallHandler
 	maxCalls int
 	w        *channel.Writer
-	inflight sync.WaitGroup
-	slots    chan struct{} // bounds the calls in flight
-	nCalls   atomic.Int64
-	nFrames  int64 // call frames read, of any method (reader goroutine only)
+	inflight sync.WaitGroup // the call goroutines, busy or idle
+	slots    chan struct{}  // bounds the calls in flight
+	// idle hands a call to a call goroutine that answered one and waits for
+	// the next, until ctx ends. A goroutine per call cost a start, and
+	// copies of its stack as it grew to the depth of a tool call (the MCP
+	// client's JSON), on every call: a tenth of the host's CPU per call
+	// when calls come one after another.
+	idle       chan callFrame
+	goroutines int // call goroutines started (reader goroutine only)
+	nCalls     atomic.Int64
+	nFrames    int64 // call frames read, of any method (reader goroutine only)
 
 	cut func(string, int) int // Request.Cut
 
@@ -73,15 +80,20 @@ func newExchange(lim Limits, req *Request) *exchange {
 func (x *exchange) serveCalls(ctx context.Context, req *Request, w io.Writer) {
 	x.ctx, x.calls, x.maxCalls, x.w = ctx, req.Calls, req.MaxToolCalls, channel.NewWriter(w)
 	x.slots = make(chan struct{}, maxInflightCalls)
+	x.idle = make(chan callFrame)
 }
 
 // maxInflightCalls bounds the calls of one execution answered at once; past
 // it the host stops reading the channel until one finishes, so a flood of
-// calls costs the code time, not the host memory. maxCallFrames bounds the
-// calls of any method in one execution.
+// calls costs the code time, not the host memory. maxCallGoroutines bounds
+// the goroutines that answer them: one that has answered a call but does not
+// wait for the next yet holds no slot, so more of them than slots spare the
+// reader a wait. maxCallFrames bounds the calls of any method in one
+// execution.
 const (
-	maxInflightCalls = 64
-	maxCallFrames    = 100_000
+	maxInflightCalls  = 64
+	maxCallGoroutines = 2 * maxInflightCalls
+	maxCallFrames     = 100_000
 )
 
 // callFrame is a call from the code; replyFrame the host's answer.
@@ -103,11 +115,25 @@ type replyFrame struct {
 	} `json:"error,omitempty"`
 }
 
-// call handles one call frame. It reports true when the call broke a limit
-// and the sandbox must be killed.
-func (x *exchange) call(m channel.Message) bool {
-	var c callFrame
-	if err := m.Decode(&c); err != nil || c.Method == "" {
+// frameHead is what the reader decodes every frame into, in the pass that
+// finds its type: a call frame, the one that comes by the thousand, is then
+// decoded once rather than twice.
+type frameHead struct {
+	Type *string `json:"type"`
+	callFrame
+}
+
+func (h *frameHead) FrameType() string {
+	if h.Type == nil {
+		return ""
+	}
+	return *h.Type
+}
+
+// call handles one call frame, decoded (ok) or not. It reports true when
+// the call broke a limit and the sandbox must be killed.
+func (x *exchange) call(c callFrame, ok bool) bool {
+	if !ok || c.Method == "" {
 		return x.broken("bad call frame")
 	}
 	if x.nFrames++; x.nFrames > maxCallFrames {
@@ -128,13 +154,41 @@ func (x *exchange) call(m channel.Message) bool {
 	case <-x.ctx.Done():
 		return false
 	}
-	x.inflight.Add(1)
-	go func() {
-		defer func() { <-x.slots; x.inflight.Done() }()
+	select {
+	case x.idle <- c:
+		return false
+	default:
+	}
+	if x.goroutines < maxCallGoroutines {
+		// Every call goroutine is busy, or has just answered and is not
+		// waiting yet: one more.
+		x.goroutines++
+		x.inflight.Add(1)
+		go x.answer(c)
+		return false
+	}
+	// At most maxInflightCalls of them are busy (each holds a slot): the
+	// others have answered and are about to wait for a call.
+	select {
+	case x.idle <- c:
+	case <-x.ctx.Done():
+	}
+	return false
+}
+
+// answer answers c, then each call handed to it on idle, until ctx ends.
+func (x *exchange) answer(c callFrame) {
+	defer x.inflight.Done()
+	for {
 		result, err := x.calls.HandleCall(x.ctx, c.Method, c.Params)
 		x.reply(c.ID, result, err)
-	}()
-	return false
+		<-x.slots
+		select {
+		case c = <-x.idle:
+		case <-x.ctx.Done():
+			return
+		}
+	}
 }
 
 func (x *exchange) reply(id int64, result any, err error) {
@@ -247,7 +301,8 @@ func (x *exchange) run(r io.Reader, w io.Writer, req execFrame) bool {
 func (x *exchange) read(r io.Reader) bool {
 	fr := channel.NewReader(r, 0)
 	for {
-		m, err := fr.Read()
+		var head frameHead
+		m, decoded, err := fr.ReadInto(&head)
 		if err != nil {
 			if errors.Is(err, channel.ErrFrameTooLarge) || errors.Is(err, channel.ErrBadFrame) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return x.broken("%v", err)
@@ -267,7 +322,7 @@ func (x *exchange) read(r io.Reader) bool {
 				return true
 			}
 		case "call":
-			if x.call(m) {
+			if x.call(head.callFrame, decoded) {
 				return true
 			}
 		case "result":

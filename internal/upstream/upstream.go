@@ -58,8 +58,9 @@ type Options struct {
 	Logger   *slog.Logger // nil means silent
 	Version  string       // codecell's version, sent to servers
 	// InProcess are servers that live in this process, by name, connected
-	// over in-memory transports instead of their config's command or URL
-	// (benchmarks and tests measure codecell's own overhead with them).
+	// instead of their config's command or URL over a transport that hands
+	// messages over without encoding them (benchmarks and tests measure
+	// codecell's own overhead with them).
 	InProcess map[string]*mcp.Server
 	// Redact, when set, is applied to what a server writes on stderr, a
 	// line at a time as it comes, before any of it is kept, and to the
@@ -598,7 +599,7 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (*
 func (s *server) newTransport() (mcp.Transport, error) {
 	c := s.cfg
 	if srv := s.m.opts.InProcess[c.Name]; srv != nil {
-		serverSide, clientSide := mcp.NewInMemoryTransports()
+		serverSide, clientSide := inProcessTransports()
 		if _, err := srv.Connect(context.Background(), serverSide, nil); err != nil {
 			return nil, err
 		}

@@ -77,9 +77,13 @@ class Channel:
         self._buf = bytearray()
         self._fds = []  # descriptors that came with the frame being read
 
-    @staticmethod
-    def encode(msg):
-        data = json.dumps(msg, ensure_ascii=False, default=repr).encode("utf-8", "surrogatepass")
+    # One encoder for every frame: json.dumps with arguments of its own
+    # builds a new one on each call (a tool call's frame costs two).
+    _encoder = json.JSONEncoder(ensure_ascii=False, default=repr)
+
+    @classmethod
+    def encode(cls, msg):
+        data = cls._encoder.encode(msg).encode("utf-8", "surrogatepass")
         return struct.pack(">I", len(data)) + data
 
     def send(self, msg):
@@ -119,7 +123,9 @@ class Channel:
         data = bytes(self._buf[4:4 + n])
         del self._buf[:4 + n]
         fds, self._fds = self._fds, []
-        msg = json.loads(data)
+        # The host writes UTF-8: decoded as such, json.loads need not
+        # detect the encoding of each frame.
+        msg = json.loads(data.decode("utf-8", "surrogatepass"))
         if fds:
             msg["_fds"] = fds
         return msg
