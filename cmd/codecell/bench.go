@@ -45,6 +45,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the in-process figures) to FILE")
 	npmModules := fs.String("npm", filepath.Join("testdata", "npm", "node_modules"), "node_modules with the npm MCP servers of the fourth context-efficiency scenario; missing skips it")
 	tsClient := fs.String("ts-client", "", "also measure trivial latency through the TypeScript SDK client: the path of testdata/npm/latency.mjs (needs node and the npm packages beside it)")
+	hardenedOnly := fs.Bool("hardened-only", false, "measure only the hardened figures (gVisor; skipped without runsc)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,6 +67,13 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	}
 	defer os.RemoveAll(root)
 	os.Chmod(root, 0o711)
+	if *hardenedOnly {
+		figs, err := hardenedBench(ctx, g, self, root, *n)
+		if err != nil {
+			return fmt.Errorf("hardened figures: %w", err)
+		}
+		return reportBench(g, figs, *mdFile, *jsonFile)
+	}
 	scenarios := bench.NewServers()
 	urls, stopScenarios, err := scenarios.ServeHTTP(ctx)
 	if err != nil {
@@ -228,17 +236,30 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	}
 	figs = append(figs, ctxFigs...)
 
+	// Last, with the production server idle: gVisor's figures, beside
+	// bare spawns of their own.
+	hardFigs, err := hardenedBench(ctx, g, self, root, *n)
+	if err != nil {
+		return fmt.Errorf("hardened figures: %w", err)
+	}
+	figs = append(figs, hardFigs...)
+	return reportBench(g, figs, *mdFile, *jsonFile)
+}
+
+// reportBench prints figs, and writes them as Markdown and JSON where
+// asked.
+func reportBench(g *globals, figs []benchFigure, mdFile, jsonFile string) error {
 	printBench(g.stdout, figs)
-	if *mdFile != "" {
+	if mdFile != "" {
 		var b strings.Builder
 		writeMarkdown(&b, figs)
-		if err := os.WriteFile(*mdFile, []byte(b.String()), 0o644); err != nil {
+		if err := os.WriteFile(mdFile, []byte(b.String()), 0o644); err != nil {
 			return err
 		}
 	}
-	if *jsonFile != "" {
+	if jsonFile != "" {
 		b, _ := json.MarshalIndent(figs, "", "  ")
-		if err := os.WriteFile(*jsonFile, append(b, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(jsonFile, append(b, '\n'), 0o644); err != nil {
 			return err
 		}
 	}

@@ -376,15 +376,10 @@ def new_globals():
             "display_image": _display.display_image}
 
 
-def execute(chan, req, outfds=None, glb=None):
-    """Runs one exec request in this process with fds 1 and 2 captured.
-
-    outfds are the write ends of the host's stdout and stderr pipes where
-    descriptors can be passed (zygote mode); otherwise output is forwarded
-    over the channel as frames by two threads. glb are a session's globals;
-    None runs in fresh ones.
-    """
-    limits = req.get("limits", {})
+def capture_output(chan, outfds):
+    """Puts the output pipes on fds 1 and 2 and /dev/null on 0; without
+    outfds, starts the threads that forward the pipes over the channel, and
+    returns them by stream."""
     pipes = {}
     for fd, name in ((1, "stdout"), (2, "stderr")):
         if outfds:
@@ -406,6 +401,21 @@ def execute(chan, req, outfds=None, glb=None):
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
                                   errors="backslashreplace", line_buffering=True)
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+    return pipes
+
+
+def execute(chan, req, outfds=None, glb=None, pipes=None):
+    """Runs one exec request in this process with fds 1 and 2 captured.
+
+    outfds are the write ends of the host's stdout and stderr pipes where
+    descriptors can be passed (zygote mode); otherwise output is forwarded
+    over the channel as frames by two threads. glb are a session's globals;
+    None runs in fresh ones. pipes are capture_output's, where it ran
+    ahead of need.
+    """
+    limits = req.get("limits", {})
+    if pipes is None:
+        pipes = capture_output(chan, outfds)
     filename = req.get("filename") or CELL
     sys.argv = [filename] + list(req.get("args") or [])
 
@@ -462,7 +472,7 @@ def cpu_seconds_used():
     return math.ceil(ru.ru_utime + ru.ru_stime)
 
 
-def child_main(chan, limits, outfds=None, header=b"", oneshot=False):
+def child_main(chan, limits, outfds=None, header=b"", oneshot=False, pipes=None):
     try:
         os.setsid()
     except OSError:
@@ -486,7 +496,7 @@ def child_main(chan, limits, outfds=None, header=b"", oneshot=False):
         # second or more of CPU time; it is not the code's. (A child the
         # zygote forked has used next to none, and gets the limit as is.)
         apply_limits(req["limits"], cpu_seconds_used() if oneshot else 0)
-        execute(chan, req, outfds)
+        execute(chan, req, outfds, pipes=pipes)
     except BaseException as e:
         try:
             chan.send({"type": "result", "ok": False,
@@ -848,9 +858,12 @@ def forkserver_child(sync):
     """A --forkserver child: waits for the host's sync mark, then serves one
     execution over stdin and stdout as --oneshot does."""
     marker = SYNC + sync.encode() + b"\n"
-    # The channel on descriptors of its own, closed on exec; execute puts
-    # the output pipes on 1 and 2 and /dev/null on 0.
+    # The channel on descriptors of its own, closed on exec; the output
+    # pipes go on 1 and 2 and /dev/null on 0 now, ahead of need: under
+    # gVisor each system call and page fault is a trip to its kernel.
     rfd, wfd = os.dup(0), os.dup(1)
+    chan = Channel(rfd, wfd)
+    pipes = capture_output(chan, None)
     buf = b""
     try:
         while True:
@@ -865,7 +878,7 @@ def forkserver_child(sync):
             buf = buf[-(len(marker) - 1):]
     except OSError:
         os._exit(0)
-    child_main(Channel(rfd, wfd), {}, header=buf)
+    child_main(chan, {}, header=buf, pipes=pipes)
 
 
 def oneshot():
