@@ -84,5 +84,6 @@ func (lr *latencyRun) hardenedFigures() []benchFigure {
 		{Name: "hardened: CPU per trivial execution (server, runsc, sentry, gofer, code)", Value: ms(lr.serverCPU + lr.sandboxCPU), Unit: "ms",
 			Note: fmt.Sprintf("server %.2f ms, sandboxes %.2f ms, client %.2f ms", ms(lr.serverCPU), ms(lr.sandboxCPU), ms(lr.clientCPU))},
 		{Name: "hardened: CPU per bare spawn (same run)", Value: ms(lr.spawnCPU), Unit: "ms"},
+		{Name: "hardened: machine CPU per trivial execution (whole host, other load included)", Value: ms(lr.machineCPU), Unit: "ms"},
 	}
 }

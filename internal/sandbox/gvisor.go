@@ -66,9 +66,12 @@ const gvisorStopWait = 3 * time.Second
 // that codecell makes and starts runsc run in (runsc itself runs with
 // --ignore-cgroups): the sentry's memory, which backs the code's, is bounded
 // there with the rest of the sandbox's processes (memory only: see startGVisor).
-// State that outlives processes inside gVisor's kernel but is neither a file
-// in /tmp or /dev/shm nor in the workspace (System V IPC objects, if the
-// code makes any) is not wiped between the executions one container serves.
+// What could outlive a process in gVisor's kernel other than files (System
+// V IPC, POSIX message queues) the seccomp policy refuses. Under gVisor the
+// code can signal the fork server, its init (Linux would not deliver the
+// signal): that kills the container, which is then discarded; it can
+// lower the fork server's rlimits (prlimit, same user), which the fork
+// server finds after the execution and reports unclean.
 //
 // A gvisor is owned by the pool while idle and by one Exec while busy; kill
 // may be called from any goroutine. What follows a result (reading the
@@ -562,6 +565,12 @@ func (g *gvisor) next(exited *exitedFrame) bool {
 	// A report that never comes (a child the code keeps alive after a
 	// forged result, a framing the code broke) ends with the sandbox.
 	timer := time.AfterFunc(releaseWait, g.kill)
+	ok := g.awaitNext(exited)
+	return timer.Stop() && ok && g.alive()
+}
+
+// awaitNext reads what next waits for.
+func (g *gvisor) awaitNext(exited *exitedFrame) bool {
 	fr := channel.NewReader(g.out, 0)
 	for exited == nil {
 		m, err := fr.Read()
@@ -584,10 +593,7 @@ func (g *gvisor) next(exited *exitedFrame) bool {
 		g.m.log.Warn("hardened sandbox discarded", "container", g.id, "reason", "the fork server could not clean up after an execution")
 		return false
 	}
-	if err := g.readReady(fr); err != nil {
-		return false
-	}
-	return timer.Stop() && g.alive()
+	return g.readReady(fr) == nil
 }
 
 // goTracked runs f in a goroutine that Close waits for, as it waits for the
