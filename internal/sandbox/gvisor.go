@@ -33,7 +33,7 @@ const gvisorStopWait = 3 * time.Second
 // descriptors from the host once started, so the channel is the container's
 // stdin and stdout, lent to one child at a time: the fork server forks each
 // execution's process ahead of need and says "ready"; that child reads the
-// exec frame and serves the execution as --oneshot did; once it has exited
+// exec frame and serves the execution as a --oneshot runner would; once it has exited
 // the fork server kills every other process in the container (it is the
 // PID namespace's init), wipes /tmp and /dev/shm, reports "exited" and forks
 // the next child. The fork server never runs code, so each execution still
