@@ -14,10 +14,29 @@ import (
 
 // samePool waits for the pool to hold a warm hardened sandbox for ws and
 // reports whether it is g: the sandbox that served the executions since
-// came back rather than being discarded.
+// came back rather than being discarded. (Called before the next
+// execution: that one would start a sandbox of its own if g took longer
+// than hardenedReturnWait to come back, as it may on a loaded machine.)
 func samePool(t *testing.T, m *Manager, ws string, g *gvisor) bool {
 	t.Helper()
-	return idleGVisor(t, m, ws) == g
+	return settledGVisor(t, m, ws) == g
+}
+
+// settledGVisor waits until the pool of ws holds a warm hardened sandbox
+// and starts or runs no other, and returns the idle one. Sandboxes started
+// for earlier cases (a refill after a discard, one an execution started
+// meanwhile) are then settled: none can arrive later and push the one a
+// case watches out of the pool (PoolSize 1).
+func settledGVisor(t *testing.T, m *Manager, ws string) *gvisor {
+	t.Helper()
+	waitWarm(t, m, ws)
+	for deadline := time.Now().Add(slack); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if st := m.PoolStats(); st.Busy == 0 && st.Starting == 0 && st.Idle >= 1 {
+			return idleGVisor(t, m, ws)
+		}
+	}
+	t.Fatalf("the pool did not settle: %+v", m.PoolStats())
+	return nil
 }
 
 // TestHardenedForkServer runs many executions in one hardened sandbox and
@@ -26,7 +45,7 @@ func samePool(t *testing.T, m *Manager, ws string, g *gvisor) bool {
 // process an earlier one left running.
 func TestHardenedForkServer(t *testing.T) {
 	m, ws := newTestManager(t, Hardened, Limits{}, 1)
-	g := idleGVisor(t, m, ws)
+	g := settledGVisor(t, m, ws)
 	const n = 20
 	// Each execution reports what it finds of the one before (its pid and
 	// background process, recorded in the workspace, which persists by
@@ -113,7 +132,7 @@ def forge():
 `
 
 	t.Run("a leftover process writes forged frames after the result", func(t *testing.T) {
-		g := idleGVisor(t, m, ws)
+		g := settledGVisor(t, m, ws)
 		// The background process writes until it is killed, so some of
 		// its frames come after the result, before the fork server's report.
 		r := exec1(t, m, ws, forged+`
@@ -125,10 +144,10 @@ if os.fork() == 0:
 		if r.OK && !equalJSON(r.Result, "started") {
 			t.Errorf("result %v", r.Result)
 		}
-		next(t)
 		if samePool(t, m, ws, g) {
 			t.Error("the sandbox whose channel carried forged frames went back to the pool")
 		}
+		next(t)
 	})
 
 	t.Run("forged frames of the fork server during the execution", func(t *testing.T) {
@@ -140,7 +159,7 @@ if os.fork() == 0:
 	})
 
 	t.Run("a leftover process reads ahead of stdin", func(t *testing.T) {
-		g := idleGVisor(t, m, ws)
+		g := settledGVisor(t, m, ws)
 		// It copies whatever it can read of stdin (the channel's read
 		// end is the same pipe) to the workspace: the next execution's
 		// exec frame must never reach it.
@@ -163,6 +182,9 @@ time.sleep(0.2)
 		if !r.OK {
 			t.Fatalf("%+v", r.Error)
 		}
+		if !samePool(t, m, ws, g) {
+			t.Fatal("the sandbox was discarded: the fork server's clean-up should have handled this")
+		}
 		secret := "print('secret-" + fmt.Sprint(time.Now().UnixNano()) + "')"
 		r = exec1(t, m, ws, secret, slack)
 		if !r.OK || !strings.HasPrefix(r.Stdout, "secret-") {
@@ -172,13 +194,10 @@ time.sleep(0.2)
 		if strings.Contains(string(stolen), "secret-") {
 			t.Errorf("a process of the execution before read the next one's code: %q", stolen)
 		}
-		if !samePool(t, m, ws, g) {
-			t.Error("the sandbox was discarded: the fork server's clean-up should have handled this")
-		}
 	})
 
 	t.Run("an answer to a call arrives after the execution ended", func(t *testing.T) {
-		g := idleGVisor(t, m, ws)
+		g := settledGVisor(t, m, ws)
 		// The main thread returns while another waits for an answer; the
 		// host writes it on stdin after the process is gone, where the
 		// next child must not take it for its exec frame.
@@ -194,24 +213,24 @@ time.sleep(0.1)
 		if h.calls.Load() != 1 {
 			t.Fatalf("%d calls reached the host", h.calls.Load())
 		}
-		next(t)
 		if !samePool(t, m, ws, g) {
 			t.Error("the sandbox was discarded: a late answer should be skipped, not fatal")
 		}
+		next(t)
 	})
 
 	t.Run("the code lowers the fork server's limits", func(t *testing.T) {
-		g := idleGVisor(t, m, ws)
+		g := settledGVisor(t, m, ws)
 		r := exec1(t, m, ws, "import resource; resource.prlimit(1, resource.RLIMIT_NOFILE, (20, 20)); resource.prlimit(1, resource.RLIMIT_CPU, (5, 5))", slack)
 		if !r.OK {
 			t.Fatalf("%+v", r.Error)
 		}
-		r = exec1(t, m, ws, "import resource; [resource.getrlimit(resource.RLIMIT_NOFILE), resource.getrlimit(resource.RLIMIT_CPU)[1]]", slack)
-		if !r.OK || toJSON(r.Result) == `[[20,20],5]` || strings.Contains(toJSON(r.Result), "[20,20]") {
-			t.Errorf("the next execution inherited the limits the one before set: %v %+v", r.Result, r.Error)
-		}
 		if samePool(t, m, ws, g) {
 			t.Error("a fork server whose limits the code changed went back to the pool")
+		}
+		r = exec1(t, m, ws, "import resource; [resource.getrlimit(resource.RLIMIT_NOFILE), resource.getrlimit(resource.RLIMIT_CPU)[1]]", slack)
+		if !r.OK || strings.Contains(toJSON(r.Result), "[20,20]") {
+			t.Errorf("the next execution inherited the limits the one before set: %v %+v", r.Result, r.Error)
 		}
 	})
 
@@ -242,7 +261,7 @@ func (h *slowHandler) HandleCall(ctx context.Context, method string, params json
 // of it, one after another in one sandbox, all finish.
 func TestHardenedCPULimitPerExecution(t *testing.T) {
 	m, ws := newTestManager(t, Hardened, Limits{CPUTime: 2 * time.Second}, 1)
-	g := idleGVisor(t, m, ws)
+	g := settledGVisor(t, m, ws)
 	// Four times 0.7 s is past the limit; one is well within it, even with
 	// what a loaded machine adds to the runner's own share.
 	spin := "import time\nend = time.process_time() + 0.7\nwhile time.process_time() < end: pass\n'done'"
@@ -251,9 +270,9 @@ func TestHardenedCPULimitPerExecution(t *testing.T) {
 		if !r.OK {
 			t.Fatalf("execution %d: %+v (stderr %q)", i, r.Error, r.Stderr)
 		}
-	}
-	if !samePool(t, m, ws, g) {
-		t.Error("the sandbox was not reused")
+		if !samePool(t, m, ws, g) {
+			t.Fatalf("execution %d: the sandbox was not reused", i)
+		}
 	}
 	r := exec1(t, m, ws, "while True: pass", slack)
 	if r.OK || r.Error == nil || r.Error.Type != ErrTimeout {
