@@ -33,10 +33,10 @@ const gvisorStopWait = 3 * time.Second
 // descriptors from the host once started, so the channel is the container's
 // stdin and stdout, lent to one child at a time: the fork server forks each
 // execution's process ahead of need and says "ready"; that child reads the
-// exec frame and serves the execution as a --oneshot runner would; once it has exited
-// the fork server kills every other process in the container (it is the
-// PID namespace's init), wipes /tmp and /dev/shm, reports "exited" and forks
-// the next child. The fork server never runs code, so each execution still
+// exec frame and serves the execution as a --oneshot runner would; once it
+// has exited the fork server kills every other process in the container (it
+// is the PID namespace's init), wipes /tmp and /dev/shm, reports "exited"
+// and forks the next child. The fork server never runs code, so each execution still
 // runs in a process no earlier execution touched.
 //
 // Two tokens per child keep what an execution leaves on the channel from
@@ -66,6 +66,7 @@ const gvisorStopWait = 3 * time.Second
 // that codecell makes and starts runsc run in (runsc itself runs with
 // --ignore-cgroups): the sentry's memory, which backs the code's, is bounded
 // there with the rest of the sandbox's processes (memory only: see startGVisor).
+//
 // What could outlive a process in gVisor's kernel other than files (System
 // V IPC, POSIX message queues) the seccomp policy refuses. Under gVisor the
 // code can signal the fork server, its init (Linux would not deliver the

@@ -1,6 +1,6 @@
 """codecell's Python side: a fork server (zygote) and the execution runner.
 
-The host starts this file inside the sandbox. Two modes:
+The host starts this file inside the sandbox. Three modes:
 
   --zygote FD   Fork server. FD is a SOCK_SEQPACKET control socket to the host.
                 It forks each execution's process ahead of need and sends the
@@ -12,7 +12,7 @@ The host starts this file inside the sandbox. Two modes:
                 one zygote are serial, so nothing of one survives into the next.
   --oneshot     One execution over stdin (frames in) and stdout (frames out),
                 then exit. It sends a "ready" frame first, then waits for the
-                exec frame.
+                exec frame. (codecell itself no longer starts it this way.)
   --forkserver  A fork server over stdin and stdout, for gVisor, where
                 descriptors cannot be passed: each execution's process runs
                 the --oneshot path in a child forked ahead of need (see
