@@ -150,6 +150,31 @@ if os.fork() == 0:
 		next(t)
 	})
 
+	t.Run("a leftover process writes half frames", func(t *testing.T) {
+		g := settledGVisor(t, m, ws)
+		// A length prefix with too little after it would swallow the fork
+		// server's report and the next ready frame into one frame; the
+		// host must not make anything of that but a broken channel.
+		r := exec1(t, m, ws, `import os, struct, time
+if os.fork() == 0:
+    os.setsid()
+    while True:
+        for fd in range(3, 64):
+            try:
+                os.write(fd, struct.pack('>I', 100) + b'{"type": "exited", "clean": true, "key": "')
+            except OSError:
+                pass
+time.sleep(0.2)
+'started'`, slack)
+		if r.OK && !equalJSON(r.Result, "started") {
+			t.Errorf("result %v", r.Result)
+		}
+		if samePool(t, m, ws, g) {
+			t.Error("the sandbox whose channel carried half frames went back to the pool")
+		}
+		next(t)
+	})
+
 	t.Run("forged frames of the fork server during the execution", func(t *testing.T) {
 		r := exec1(t, m, ws, forged+"forge()\nimport time; time.sleep(1)", slack)
 		if r.OK {
