@@ -187,7 +187,10 @@ time.sleep(0.2)
 		g := settledGVisor(t, m, ws)
 		// It copies whatever it can read of stdin (the channel's read
 		// end is the same pipe) to the workspace: the next execution's
-		// exec frame must never reach it.
+		// exec frame must never reach it. It also leaves every descriptor
+		// non-blocking, stdin's and stdout's open file descriptions
+		// included, which the next child shares: the fork server must put
+		// their flags back, or that child's first read fails.
 		r := exec1(t, m, ws, `import os, time
 if os.fork() == 0:
     os.setsid()
