@@ -48,7 +48,8 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	npmModules := fs.String("npm", filepath.Join("testdata", "npm", "node_modules"), "node_modules with the npm MCP servers of the fourth context-efficiency scenario; missing skips it")
 	tsClient := fs.String("ts-client", "", "also measure trivial latency through the TypeScript SDK client: the path of testdata/npm/latency.mjs (needs node and the npm packages beside it)")
 	pyodide := fs.String("pyodide", "", "also measure warm Pyodide behind MCP against the live session: the path of testdata/npm/pyodide-mcp.mjs (needs node and the npm packages beside it)")
-	latencyOnly := fs.Bool("latency-only", false, "measure only the latency figures (with --ts-client and --pyodide when given): no throughput, tool-call, memory or context figures")
+	latencyOnly := fs.Bool("latency-only", false, "measure only the latency figures (with --ts-client and --pyodide when given): no throughput, tool-call, memory, context or hardened figures")
+	hardenedOnly := fs.Bool("hardened-only", false, "measure only the hardened figures (gVisor; skipped without runsc)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,6 +74,13 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	}
 	defer os.RemoveAll(root)
 	os.Chmod(root, 0o711)
+	if *hardenedOnly {
+		figs, err := hardenedBench(ctx, g, self, root, *n)
+		if err != nil {
+			return fmt.Errorf("hardened figures: %w", err)
+		}
+		return writeBench(g, figs, *mdFile, *jsonFile)
+	}
 	scenarios := bench.NewServers()
 	urls, stopScenarios, err := scenarios.ServeHTTP(ctx)
 	if err != nil {
@@ -251,6 +259,13 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		fmt.Fprintf(g.stderr, "codecell bench: context efficiency: %v\n", err)
 	}
 	figs = append(figs, ctxFigs...)
+	// Last, with the production server idle: gVisor's figures, beside
+	// bare spawns of their own.
+	hardFigs, err := hardenedBench(ctx, g, self, root, *n)
+	if err != nil {
+		return fmt.Errorf("hardened figures: %w", err)
+	}
+	figs = append(figs, hardFigs...)
 	return writeBench(g, figs, *mdFile, *jsonFile)
 }
 

@@ -10,7 +10,7 @@ import (
 // BenchmarkExec is a trivial execution straight on the Manager, without MCP,
 // per level: the sandbox's share of execute_code latency.
 func BenchmarkExec(b *testing.B) {
-	for _, level := range []Level{Development, Production} {
+	for _, level := range []Level{Development, Production, Hardened} {
 		b.Run(string(level), func(b *testing.B) {
 			m, ws := newTestManager(b, level, Limits{}, 2)
 			exec1(b, m, ws, "pass", 20*time.Second)

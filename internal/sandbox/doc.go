@@ -21,9 +21,11 @@
 // one, so executions share nothing but the namespace's workspace, which is
 // meant to persist. The pool hands out the sandbox that has waited longest
 // and counts the busy ones, which come back within a millisecond of their
-// result. Under gVisor descriptors cannot be passed in, so each hardened
-// sandbox runs exactly one execution over its stdin and stdout and is then
-// discarded.
+// result. Under gVisor descriptors cannot be passed in, so a hardened
+// sandbox's fork server lends the container's stdin and stdout to one child
+// at a time, with tokens that keep one execution's leftovers off the next
+// one's channel (see gvisor); a hardened sandbox that served an execution
+// comes back in tens of milliseconds, so the pool waits longer for it.
 //
 // What this package does not protect against: bugs in the kernel's allowed
 // system calls (production), bugs in gVisor (hardened), CPU and memory side

@@ -65,6 +65,13 @@ type exchange struct {
 	// fault is set when the sandbox broke the protocol or a limit the host
 	// enforces; the sandbox is then killed and the execution fails with it.
 	fault *ExecError
+
+	// endAt, when set, is a frame type that ends read as the channel's end
+	// would, the frame kept in ended (read's goroutine only; the caller
+	// reads it once read has returned): a hardened fork server's report
+	// that the code's process exited without a result.
+	endAt string
+	ended *channel.Message
 }
 
 func newExchange(lim Limits, req *Request) *exchange {
@@ -336,6 +343,10 @@ func (x *exchange) read(r io.Reader) bool {
 			// Nothing after the result counts; the process is exiting.
 			return false
 		default:
+			if x.endAt != "" && m.Type == x.endAt {
+				x.ended = &m
+				return false
+			}
 			return x.broken("unknown frame type %q", m.Type)
 		}
 	}

@@ -28,11 +28,26 @@ import (
 const gvisorStopWait = 3 * time.Second
 
 // gvisor is one hardened sandbox: one gVisor container (`runsc run` on an
-// OCI bundle) whose init is the runner in --oneshot mode. It is started ahead
-// of need, says "ready" on its stdout and then blocks reading its stdin; it
-// serves exactly one execution and is discarded. gVisor cannot receive
-// descriptors from the host once started, so there is no fork server: the
-// pool hides the start latency instead.
+// OCI bundle) whose init is the runner in --forkserver mode, a fork server
+// that serves executions one after another. gVisor cannot receive
+// descriptors from the host once started, so the channel is the container's
+// stdin and stdout, lent to one child at a time: the fork server forks each
+// execution's process ahead of need and says "ready"; that child reads the
+// exec frame and serves the execution as a --oneshot runner would; once it
+// has exited the fork server kills every other process in the container (it
+// is the PID namespace's init), wipes /tmp and /dev/shm, reports "exited"
+// and forks the next child. The fork server never runs code, so each execution still
+// runs in a process no earlier execution touched.
+//
+// Two tokens per child keep what an execution leaves on the channel from
+// the next one (see forkserver in the runner): the host writes the child's
+// sync token right before its exec frame, and the child discards stdin up
+// to it (stale answers to calls, bytes the code left); the fork server's
+// "exited" frame carries a key chosen after the child was forked, which its
+// code cannot know, so a process the code left behind cannot make the host
+// believe the clean-up is done and hand it the next execution. Anything odd
+// (a timeout or cancellation, a protocol fault, a report that is missing,
+// forged or unclean, an OOM kill) discards the whole container.
 //
 // The code runs under the seccomp policy of production, rendered as the
 // bundle's OCI profile (see gvisorSeccomp) and enforced by gVisor's sentry on
@@ -52,9 +67,17 @@ const gvisorStopWait = 3 * time.Second
 // --ignore-cgroups): the sentry's memory, which backs the code's, is bounded
 // there with the rest of the sandbox's processes (memory only: see startGVisor).
 //
+// What could outlive a process in gVisor's kernel other than files (System
+// V IPC, POSIX message queues) the seccomp policy refuses. Under gVisor the
+// code can signal the fork server, its init (Linux would not deliver the
+// signal): that kills the container, which is then discarded; it can
+// lower the fork server's rlimits (prlimit, same user), which the fork
+// server finds after the execution and reports unclean.
+//
 // A gvisor is owned by the pool while idle and by one Exec while busy; kill
-// may be called from any goroutine. Its teardown after a result outlives the
-// Exec, and is owned by the Manager: Close waits for it.
+// may be called from any goroutine. What follows a result (reading the
+// fork server's report, or the teardown) outlives the Exec, and is owned by
+// the Manager: Close waits for it.
 type gvisor struct {
 	m      *Manager
 	id     string // container id, unique per sandbox
@@ -66,6 +89,10 @@ type gvisor struct {
 
 	done chan struct{} // closed when runsc run has been waited for
 	exit exitInfo      // how the container's init ended; set before done is closed
+
+	// sync and key are the tokens of the fork server's current child, from
+	// its "ready" frame. Only the sandbox's owner uses them.
+	sync, key string
 
 	forced   atomic.Bool // runsc run was killed, so it may have left state behind
 	stopOnce sync.Once
@@ -175,13 +202,7 @@ func (m *Manager) startGVisor(ctx context.Context, tg target) (sandbox, error) {
 
 	// The reader ends when the first frame arrives or when kill closes out.
 	ready := make(chan error, 1)
-	go func() {
-		msg, err := channel.NewReader(outR, 0).Read()
-		if err == nil && msg.Type != "ready" {
-			err = fmt.Errorf("first frame is %q, not ready", msg.Type)
-		}
-		ready <- err
-	}()
+	go func() { ready <- g.readReady(channel.NewReader(outR, 0)) }()
 	timer := time.NewTimer(startTimeout)
 	defer timer.Stop()
 	select {
@@ -375,29 +396,98 @@ func (g *gvisor) stateFiles() []string {
 	return files
 }
 
-// run sends req to the runner and reads its frames. The result is complete
-// with the result frame; the container exits right after it, and waiting
-// for that and removing it happen after run returns. A hardened sandbox is
-// never reusable.
+// readyFrame is the fork server's word that its next child waits for an
+// exec frame; exitedFrame its report that the child exited and that nothing
+// of the execution is left.
+type (
+	readyFrame struct {
+		Sync string `json:"sync"`
+		Key  string `json:"key"`
+	}
+	exitedFrame struct {
+		Key    string `json:"key"`
+		Clean  bool   `json:"clean"`
+		Status *int   `json:"status"`
+		Signal *int   `json:"signal"`
+	}
+)
+
+// syncMark is what the host writes on the container's stdin right before
+// an exec frame: the runner's SYNC and the child's sync token.
+func syncMark(sync string) []byte { return []byte("\x00codecell-sync " + sync + "\n") }
+
+// readReady reads the fork server's next frame, which must be "ready", and
+// takes its tokens.
+func (g *gvisor) readReady(fr *channel.Reader) error {
+	m, err := fr.Read()
+	if err != nil {
+		return err
+	}
+	var r readyFrame
+	if m.Type != "ready" {
+		return fmt.Errorf("frame %q where ready was due", m.Type)
+	}
+	if err := m.Decode(&r); err != nil {
+		return err
+	}
+	if len(r.Sync) < 32 || len(r.Key) < 32 {
+		return errors.New("ready frame without its tokens")
+	}
+	g.sync, g.key = r.Sync, r.Key
+	return nil
+}
+
+// verify checks an "exited" frame against the current child's key.
+func (g *gvisor) verify(m channel.Message) (*exitedFrame, error) {
+	var e exitedFrame
+	if err := m.Decode(&e); err != nil {
+		return nil, err
+	}
+	if e.Key != g.key {
+		return nil, errors.New("an exited frame without the fork server's key")
+	}
+	return &e, nil
+}
+
+func (e *exitedFrame) exitInfo() exitInfo {
+	return ctlMsg{Status: e.Status, Signal: e.Signal}.exitInfo()
+}
+
+// run executes one request in the fork server's waiting child: the sync
+// mark and the exec frame go on the container's stdin, frames come back on
+// its stdout. The result is complete with the result frame (or, without
+// one, the fork server's report of how the child ended); reading the
+// report and the next child's ready frame, which decide whether the
+// sandbox goes back to the pool, happen after run returns.
 func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result, release func(reusable bool)) {
 	x := newExchange(lim, req)
+	x.endAt = "exited"
 	oomBefore := g.cg.OOMKills()
+	oom := func() bool { return g.cg.OOMKills() > oomBefore }
 	defer func() {
 		// The kernel kills the sentry (the sandbox's biggest process): the
 		// code sees nothing, and runsc reports a killed container.
-		if g.cg.OOMKills() > oomBefore && ctx.Err() == nil {
+		if oom() && ctx.Err() == nil {
 			res.OK = false
 			res.Error = memoryLimitError(lim)
 		}
 	}()
 	callCtx, cancelCalls := context.WithCancel(ctx)
-	defer func() {
+	// Every answer to a call is written (or has failed) before the sandbox
+	// can serve again: the next execution's frames must not interleave
+	// with them on stdin.
+	endCalls := func() {
 		cancelCalls()
 		x.wait()
-	}()
+	}
+	defer endCalls()
 	x.serveCalls(callCtx, req, g.in)
 	exchanged := make(chan bool, 1)
 	go func() {
+		if _, err := g.in.Write(syncMark(g.sync)); err != nil {
+			exchanged <- x.setFault(failure(ErrSandbox, "send code to sandbox: %v", err))
+			return
+		}
 		exchanged <- x.run(g.out, g.in, execFrame{
 			Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args, Filename: req.Filename,
 			Limits: lim.forRunner(Hardened, req.FileSize, false),
@@ -431,14 +521,25 @@ func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result,
 			return
 		}
 	}
+	var exited *exitedFrame
+	if !fault && x.ended != nil {
+		var err error
+		if exited, err = g.verify(*x.ended); err != nil {
+			fault = x.broken("%v", err)
+		}
+	}
 	switch {
 	case fault:
 		g.stop()
-	case x.result != nil:
-		x.finish(res, exitInfo{}, lim)
+	case x.hasResult() || exited != nil:
+		endCalls()
+		exit := exitInfo{}
+		if exited != nil && !x.hasResult() {
+			exit = exited.exitInfo()
+		}
+		x.finish(res, exit, lim)
 		g.m.goTracked(func() {
-			g.waitDone(gvisorStopWait)
-			release(false) // kills g: its processes, state and bundle are gone after
+			release(g.next(exited) && !oom())
 		})
 		return
 	default:
@@ -452,6 +553,48 @@ func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result,
 	}
 	x.finish(res, g.exitInfo(), lim)
 	release(false)
+}
+
+// next waits, after an execution, for the fork server's report that the
+// child exited and everything it left was killed and wiped (unless exited
+// is that report, already read) and for the next child's ready frame. It
+// reports whether the sandbox may serve another execution; if it may not,
+// the caller kills it. Output frames before the report are dropped: the
+// child's output forwarders may race its exit, and nothing after a result
+// counts.
+func (g *gvisor) next(exited *exitedFrame) bool {
+	// A report that never comes (a child the code keeps alive after a
+	// forged result, a framing the code broke) ends with the sandbox.
+	timer := time.AfterFunc(releaseWait, g.kill)
+	ok := g.awaitNext(exited)
+	return timer.Stop() && ok && g.alive()
+}
+
+// awaitNext reads what next waits for.
+func (g *gvisor) awaitNext(exited *exitedFrame) bool {
+	fr := channel.NewReader(g.out, 0)
+	for exited == nil {
+		m, err := fr.Read()
+		if err != nil {
+			return false
+		}
+		switch m.Type {
+		case "output":
+		case "exited":
+			if exited, err = g.verify(m); err != nil {
+				g.m.log.Warn("hardened sandbox discarded", "container", g.id, "reason", err)
+				return false
+			}
+		default:
+			g.m.log.Warn("hardened sandbox discarded", "container", g.id, "reason", fmt.Sprintf("frame %q after the result", m.Type))
+			return false
+		}
+	}
+	if !exited.Clean {
+		g.m.log.Warn("hardened sandbox discarded", "container", g.id, "reason", "the fork server could not clean up after an execution")
+		return false
+	}
+	return g.readReady(fr) == nil
 }
 
 // goTracked runs f in a goroutine that Close waits for, as it waits for the
@@ -498,7 +641,7 @@ type gvisorSpec struct {
 	Skills    string     // the namespace's skills, mounted at SkillsMount; "" for none
 	TmpSize   int64
 	OpenFiles int
-	Args      []string // the container's command; nil means the runner in --oneshot mode
+	Args      []string // the container's command; nil means the runner in --forkserver mode
 	// Seccomp is the policy gVisor enforces on the code; nil means none.
 	Seccomp *seccomp.Profile
 }
@@ -622,7 +765,7 @@ func ociConfig(s gvisorSpec) ociSpec {
 	}
 	args := s.Args
 	if args == nil {
-		args = []string{s.Python, "-I", "-B", RuntimeMount + "/codecell_runner.py", "--oneshot"}
+		args = []string{s.Python, "-I", "-B", RuntimeMount + "/codecell_runner.py", "--forkserver", "--scratch", "/tmp:/dev/shm"}
 		if s.Skills != "" {
 			args = append(args, "--skills", SkillsMount)
 		}

@@ -48,7 +48,7 @@ func TestGVisorSpec(t *testing.T) {
 		{"unprivileged user", spec.Process.User, ociUser{UID: sandboxUID, GID: sandboxUID, AdditionalGids: []uint32{}}},
 		{"no new privileges", spec.Process.NoNewPrivileges, true},
 		{"no capabilities", toJSON(spec.Process.Capabilities), `{"bounding":[],"effective":[],"inheritable":[],"permitted":[],"ambient":[]}`},
-		{"runner in one-shot mode", spec.Process.Args, []string{"/usr/bin/python3", "-I", "-B", "/codecell/codecell_runner.py", "--oneshot"}},
+		{"runner as fork server", spec.Process.Args, []string{"/usr/bin/python3", "-I", "-B", "/codecell/codecell_runner.py", "--forkserver", "--scratch", "/tmp:/dev/shm"}},
 		{"working directory", spec.Process.Cwd, WorkspaceMount},
 		{"environment", spec.Process.Env, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "TMPDIR=/tmp", "LANG=C.UTF-8", "PYTHONUNBUFFERED=1", "MPLBACKEND=Agg",
 			"XDG_CACHE_HOME=/tmp/.cache", "MPLCONFIGDIR=/tmp/.matplotlib", "PYTHONNOUSERSITE=1", "PYTHONSAFEPATH=1", "MALLOC_ARENA_MAX=2"}},

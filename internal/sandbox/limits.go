@@ -102,6 +102,12 @@ func (l Limits) forRunner(level Level, fileSize int64, session bool) runnerLimit
 	if level != Development {
 		r.NProc = l.Pids + 2
 	}
+	if level == Hardened {
+		// Under gVisor the code's process also has its two output
+		// forwarder threads (the host cannot pass it the output pipes),
+		// which count as RLIMIT_NPROC's tasks too.
+		r.NProc = l.Pids + 4
+	}
 	if fileSize > 0 && fileSize < l.FileSize {
 		if session {
 			r.FileSizeSoft = fileSize

@@ -252,11 +252,21 @@ func (m *Manager) Close() error {
 }
 
 // returnWait bounds how long get waits for a sandbox that is finishing its
-// clean-up before it starts a new one instead.
-const returnWait = 100 * time.Millisecond
+// clean-up before it starts a new one instead. A hardened sandbox takes a
+// second or more of CPU to start, while one that served an execution is
+// back within tens of milliseconds (its fork server's clean-up and next
+// fork), or a few hundred on a loaded machine: there get waits longer.
+const (
+	returnWait         = 100 * time.Millisecond
+	hardenedReturnWait = time.Second
+)
 
 func (m *Manager) get(ctx context.Context, workspace target) (sandbox, error) {
-	deadline := time.NewTimer(returnWait)
+	wait := returnWait
+	if m.opts.Level == Hardened {
+		wait = hardenedReturnWait
+	}
+	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
 		m.mu.Lock()

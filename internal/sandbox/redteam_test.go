@@ -87,7 +87,10 @@ var redTeamAttacks = []redTeamAttack{
 	{"channel/no_type", isolatedLevels, channelAttack(`raw(frame({'ok': True}))`, ErrSandbox, "no type")},
 	{"channel/forged_reply", isolatedLevels, channelAttack(`raw(frame({'type': 'reply', 'id': 1, 'ok': True, 'result': 1}))`, ErrSandbox, `unknown frame type "reply"`)},
 	{"channel/unknown_stream", isolatedLevels, channelAttack(`raw(frame({'type': 'output', 'stream': 'stdin', 'data': 'x'}))`, ErrSandbox, "unknown stream")},
-	{"channel/frame_cut_short", isolatedLevels, channelAttack("raw(struct.pack('>I', 100) + b'{\"type\": \"res')\nos._exit(0)", ErrSandbox, "unexpected EOF")},
+	{"channel/frame_cut_short", prodOnly, channelAttack("raw(struct.pack('>I', 100) + b'{\"type\": \"res')\nos._exit(0)", ErrSandbox, "unexpected EOF")},
+	// Under gVisor the channel outlives the code's process: the fork
+	// server's report completes the frame, which is then not JSON.
+	{"channel/frame_cut_short", []Level{Hardened}, channelAttack("raw(struct.pack('>I', 100) + b'{\"type\": \"res')\nos._exit(0)", ErrSandbox, "bad frame")},
 	{"channel/interleaved_frames", isolatedLevels, channelAttack("a = frame({'type': 'output', 'stream': 'stdout', 'data': 'A' * 100})\nraw(a[:10]); raw(frame({'type': 'output', 'stream': 'stdout', 'data': 'B'})); raw(a[10:])", ErrSandbox, "bad frame")},
 	{"channel/call_id_not_an_integer", isolatedLevels, channelAttack(`raw(frame({'type': 'call', 'id': 'x', 'method': 'tool', 'params': {}}))`, ErrSandbox, "bad call frame")},
 	{"channel/output_frame_flood", isolatedLevels, channelAttack("f = frame({'type': 'output', 'stream': 'stdout', 'data': 'x' * 60000})\nwhile True: raw(f * 16)", ErrOutputLimit, "output")},
@@ -142,7 +145,9 @@ func checkHealthy(t *testing.T, m *Manager, ws string) {
 
 // pyHead and pyTail frame an attack's Python: helpers, and a report
 // (a dict named report) printed as JSON on the last line with the identity
-// of the fork server it ran under ("" under gVisor).
+// of the fork server it ran under: its start time and the sandbox's
+// boot_id, which is random per sandbox at both levels (fork servers of two
+// sandboxes may start in one clock tick).
 const pyHead = `import ctypes, errno, json, os, platform, signal, socket, struct, subprocess, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -151,7 +156,9 @@ def zygote_id():
         return ''
     try:
         with open('/proc/%d/stat' % os.getppid()) as f:
-            return f.read().rsplit(')', 1)[1].split()[19]
+            start = f.read().rsplit(')', 1)[1].split()[19]
+        with open('/proc/sys/kernel/random/boot_id') as f:
+            return start + ' ' + f.read().strip()
     except OSError:
         return ''
 def errname(e):
@@ -224,10 +231,10 @@ func (a *arena) settle(t *testing.T) {
 	}
 }
 
-// planted runs check (a baseline), then plant, then check again. In
-// production the three share one warm sandbox, which their reports' zygote
-// ids confirm; under gVisor each gets its own. It returns the two check
-// reports without the ids, for the caller to compare.
+// planted runs check (a baseline), then plant, then check again. The three
+// share one warm sandbox, which their reports' zygote ids (the fork
+// server's start time) confirm. It returns the two check reports without
+// the ids, for the caller to compare.
 func (a *arena) planted(t *testing.T, plant, check string, ctx map[string]any) (before, after map[string]any) {
 	t.Helper()
 	a.settle(t)
@@ -236,7 +243,7 @@ func (a *arena) planted(t *testing.T, plant, check string, ctx map[string]any) (
 	p := a.report(t, plant, ctx)
 	a.settle(t)
 	after = a.report(t, check, ctx)
-	if a.level == Production && (before["zygote"] == "" || before["zygote"] != p["zygote"] || p["zygote"] != after["zygote"]) {
+	if before["zygote"] == "" || before["zygote"] != p["zygote"] || p["zygote"] != after["zygote"] {
 		t.Fatalf("the executions did not share one warm sandbox (fork servers %v, %v, %v): the test proves nothing",
 			before["zygote"], p["zygote"], after["zygote"])
 	}

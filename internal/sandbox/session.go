@@ -34,7 +34,10 @@ type Session struct {
 // is ignored). The sandbox comes from the warm pool when one is idle.
 func (m *Manager) OpenSession(ctx context.Context, req Request) (*Session, error) {
 	if m.opts.Level == Hardened {
-		return nil, fmt.Errorf("%w: sessions need a fork server, which hardened isolation does not have; run without session_id", ErrUnavailable)
+		// Its fork server lends the container's one channel to a child at
+		// a time, each serving one execution; a session's process would
+		// keep it across executions, which is not built.
+		return nil, fmt.Errorf("%w: sessions are not available at the hardened level; run without session_id", ErrUnavailable)
 	}
 	if err := m.prepareOnce(req.Workspace); err != nil {
 		return nil, err

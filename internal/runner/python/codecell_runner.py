@@ -1,6 +1,6 @@
 """codecell's Python side: a fork server (zygote) and the execution runner.
 
-The host starts this file inside the sandbox. Two modes:
+The host starts this file inside the sandbox. Three modes:
 
   --zygote FD   Fork server. FD is a SOCK_SEQPACKET control socket to the host.
                 It forks each execution's process ahead of need and sends the
@@ -12,7 +12,11 @@ The host starts this file inside the sandbox. Two modes:
                 one zygote are serial, so nothing of one survives into the next.
   --oneshot     One execution over stdin (frames in) and stdout (frames out),
                 then exit. It sends a "ready" frame first, then waits for the
-                exec frame. Used where descriptors cannot be passed (gVisor).
+                exec frame. (codecell itself no longer starts it this way.)
+  --forkserver  A fork server over stdin and stdout, for gVisor, where
+                descriptors cannot be passed: each execution's process runs
+                the --oneshot path in a child forked ahead of need (see
+                forkserver).
 
 Frames are a 4-byte big-endian length and a JSON object with a "type" (see
 internal/channel). This file is not a security boundary: the sandbox is. It
@@ -24,6 +28,7 @@ import _ast
 import builtins
 import codecs
 import ctypes
+import fcntl
 import gc
 import io
 import json
@@ -459,15 +464,11 @@ def prepare_child():
     linecache.cache.pop(CELL, None)
 
 
-def execute(chan, req, outfds=None, glb=None):
-    """Runs one exec request in this process with fds 1 and 2 captured.
-
-    outfds are the write ends of the host's stdout and stderr pipes where
-    descriptors can be passed (zygote mode); otherwise output is forwarded
-    over the channel as frames by two threads. glb are a session's globals;
-    None runs in fresh ones.
-    """
-    limits = req.get("limits", {})
+def capture_output(chan, outfds):
+    """Puts the output pipes on fds 1 and 2 and /dev/null on 0, and the
+    streams the code sees over them (made ahead of need by prepare_child,
+    for a process's first execution); without outfds, starts the threads
+    that forward the pipes over the channel, and returns them by stream."""
     pipes = {}
     for fd, name in ((1, "stdout"), (2, "stderr")):
         if outfds:
@@ -486,6 +487,21 @@ def execute(chan, req, outfds=None, glb=None):
     if prepared is None:
         stdin_devnull()
     sys.stdout, sys.stderr, sys.stdin = prepared or std_streams()
+    return pipes
+
+
+def execute(chan, req, outfds=None, glb=None, pipes=None):
+    """Runs one exec request in this process with fds 1 and 2 captured.
+
+    outfds are the write ends of the host's stdout and stderr pipes where
+    descriptors can be passed (zygote mode); otherwise output is forwarded
+    over the channel as frames by two threads. glb are a session's globals;
+    None runs in fresh ones. pipes are capture_output's, where it ran
+    ahead of need.
+    """
+    limits = req.get("limits", {})
+    if pipes is None:
+        pipes = capture_output(chan, outfds)
     filename = req.get("filename") or CELL
     sys.argv = [filename] + list(req.get("args") or [])
 
@@ -556,9 +572,9 @@ def become_child():
     _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
 
 
-def child_main(chan, limits, outfds=None, header=b"", oneshot=False):
-    if _prepared is None:
-        become_child()
+def child_main(chan, limits, outfds=None, header=b"", oneshot=False, pipes=None):
+    if _prepared is None and pipes is None:
+        become_child()  # else prepare_child, or a --forkserver child, did
     try:
         req = chan.recv(header)
         if req.get("type") != "exec":
@@ -575,7 +591,7 @@ def child_main(chan, limits, outfds=None, header=b"", oneshot=False):
         # second or more of CPU time; it is not the code's. (A child the
         # zygote forked has used next to none, and gets the limit as is.)
         apply_limits(req["limits"], cpu_seconds_used() if oneshot else 0)
-        execute(chan, req, outfds)
+        execute(chan, req, outfds, pipes=pipes)
     except BaseException as e:
         try:
             chan.send({"type": "result", "ok": False,
@@ -844,6 +860,7 @@ def zygote(ctl_fd, isolated, scratch):
     except AttributeError:
         pass  # not glibc
     gc.freeze()
+    baseline = inherited()
     ctl.send(json.dumps({"type": "ready", "pid": os.getpid()}).encode())
     while True:
         try:
@@ -859,6 +876,9 @@ def zygote(ctl_fd, isolated, scratch):
         clean = kill_others(isolated)
         for d in scratch:
             clean = wipe(d) and clean
+        # A zygote whose limits the code lowered (prlimit on pid 1) would
+        # hand them to the next execution: not clean.
+        clean = clean and inherited() == baseline
         report = {"type": "exited", "pid": pid, "clean": clean}
         if os.WIFSIGNALED(status):
             report["signal"] = os.WTERMSIG(status)
@@ -868,6 +888,119 @@ def zygote(ctl_fd, isolated, scratch):
             ctl.send(json.dumps(report).encode())
         except OSError:
             os._exit(0)
+
+
+# What the host writes on stdin just before a --forkserver child's exec frame,
+# followed by the sync token of that child's "ready" frame and a newline.
+SYNC = b"\x00codecell-sync "
+
+
+_RLIMITS = [getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_")]
+
+
+def inherited():
+    """What a forked child inherits from this process that another process
+    of the same user may change from outside (prlimit, setpriority,
+    sched_setaffinity): the code cannot touch the fork server's memory, but
+    these it can, and the next execution would start with them."""
+    state = [resource.getrlimit(which) for which in _RLIMITS]
+    for f in (lambda: os.getpriority(os.PRIO_PROCESS, 0), lambda: sorted(os.sched_getaffinity(0))):
+        try:
+            state.append(f())
+        except OSError:
+            state.append(None)
+    return state
+
+
+def forkserver(scratch):
+    """Serves executions one after another over stdin and stdout, as the
+    init of a gVisor container, where descriptors cannot be passed.
+
+    Each execution runs in a child forked ahead of need, which inherits
+    stdin and stdout and runs exactly the --oneshot path; this process never
+    runs code and reads nothing from stdin. While a child lives the channel
+    is the child's; once it has exited this process kills every other
+    process (it is the PID namespace's init, so nothing escapes it), wipes
+    the scratch dirs, reaps, and only then writes "exited" and forks the next
+    child. Two random tokens per child keep what a finished execution left
+    on the channel away from the next one:
+
+      sync  chosen before the fork, so the child knows it and no earlier
+            execution does: the child discards stdin up to SYNC + sync, which
+            the host writes right before the exec frame (stale answers to an
+            earlier execution's calls, or bytes it left, go with it).
+      key   chosen after the fork, so the child's code never has it: the
+            "exited" frame carries it, and the host believes no other.
+    """
+    # Not dumpable: the code's processes (same uid) cannot read this one's
+    # memory (the next token) or reopen its descriptors through /proc.
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    # As init, a signal left at its default is not delivered at all.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    chan = Channel(-1, 1)  # writes only: stdin belongs to the children
+    # Every child shares the open file descriptions of stdin and stdout
+    # with this process: their flags are put back after each execution
+    # (code that made stdin non-blocking would end the next child's read).
+    flags = [fcntl.fcntl(fd, fcntl.F_GETFL) for fd in (0, 1)]
+    warm_up()
+    gc.freeze()
+    baseline = inherited()
+    while True:
+        sync = os.urandom(16).hex()
+        pid = fork()
+        if pid == 0:
+            forkserver_child(sync)  # never returns
+        key = os.urandom(16).hex()
+        chan.send({"type": "ready", "sync": sync, "key": key})
+        _, status = os.waitpid(pid, 0)
+        clean = kill_others(True)
+        for d in scratch:
+            clean = wipe(d) and clean
+        # After the kill, so nothing can change them any more: a fork
+        # server whose limits the code lowered is not clean; the channel's
+        # flags (O_NONBLOCK, O_ASYNC, its owner for SIGIO) are reset.
+        clean = clean and inherited() == baseline
+        for fd, fl in zip((0, 1), flags):
+            try:
+                fcntl.fcntl(fd, fcntl.F_SETFL, fl)
+                fcntl.fcntl(fd, fcntl.F_SETOWN, 0)
+            except OSError:
+                clean = False
+        report = {"type": "exited", "key": key, "clean": clean}
+        if os.WIFSIGNALED(status):
+            report["signal"] = os.WTERMSIG(status)
+        else:
+            report["status"] = os.WEXITSTATUS(status)
+        chan.send(report)
+
+
+def forkserver_child(sync):
+    """A --forkserver child: waits for the host's sync mark, then serves one
+    execution over stdin and stdout as --oneshot does."""
+    marker = SYNC + sync.encode() + b"\n"
+    # The channel on descriptors of its own, closed on exec; the output
+    # pipes go on 1 and 2 and /dev/null on 0 now, ahead of need: under
+    # gVisor each system call and page fault is a trip to its kernel.
+    rfd, wfd = os.dup(0), os.dup(1)
+    chan = Channel(rfd, wfd)
+    become_child()
+    pipes = capture_output(chan, None)
+    buf = b""
+    try:
+        while True:
+            data = os.read(rfd, 65536)
+            if not data:
+                os._exit(0)  # the host went away
+            buf += data
+            i = buf.find(marker)
+            if i >= 0:
+                buf = buf[i + len(marker):]
+                break
+            buf = buf[-(len(marker) - 1):]
+    except OSError:
+        os._exit(0)
+    child_main(chan, {}, header=buf, pipes=pipes)
 
 
 def oneshot():
@@ -906,10 +1039,13 @@ def main(argv):
         scratch = argv[argv.index("--scratch") + 1].split(":")
     if "--zygote" in argv:
         zygote(int(argv[argv.index("--zygote") + 1]), isolated, scratch)
+    elif "--forkserver" in argv:
+        forkserver(scratch)
     elif "--oneshot" in argv:
         oneshot()
     else:
         sys.stderr.write("usage: codecell_runner.py --zygote FD [--isolated] [--scratch DIRS] | --oneshot"
+                         " | --forkserver [--scratch DIRS]"
                          " [--gen DIR] [--skills DIR]\n")
         sys.exit(2)
 
