@@ -17,31 +17,17 @@ func TestBenchCommand(t *testing.T) {
 	}
 	requireProduction(t)
 	dir := t.TempDir()
-	jsonFile, mdFile := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.md")
-	out, code := runCLI(t, "bench", "--n", "30", "--duration", "1s", "--tool-calls", "300", "--json", jsonFile, "--markdown", mdFile,
+	mdFile := filepath.Join(dir, "bench.md")
+	figs := benchFigures(t, "--n", "30", "--duration", "1s", "--tool-calls", "300", "--markdown", mdFile,
 		"--npm", filepath.Join("..", "..", "testdata", "npm", "node_modules"))
-	if code != 0 {
-		t.Fatalf("bench exit %d:\n%s", code, out)
-	}
-	var figs []benchFigure
-	b, err := os.ReadFile(jsonFile)
-	if err != nil || json.Unmarshal(b, &figs) != nil {
-		t.Fatalf("bench JSON: %v\n%s", err, b)
-	}
 	want := []string{"latency p50", "latency p99", "bare python3", "p50 / bare spawn p50", "p99 / bare spawn p50",
 		"CPU per trivial execution", "CPU per bare spawn", "page faults per trivial execution", "live session p50",
 		"throughput at concurrency 8", "bare spawns at concurrency 8", "tool calls per second",
 		"host CPU per tool call", "sandbox CPU per tool call",
 		"idle server RSS", "per warm sandbox", "document-move", "table-filter", "cross-server-join", "npm-file-to-memory"}
 	for _, w := range want {
-		found := false
-		for _, f := range figs {
-			if strings.Contains(f.Name, w) && f.Value > 0 {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("no measured figure for %q in %s", w, b)
+		if !measured(figs, w) {
+			t.Errorf("no measured figure for %q in %+v", w, figs)
 		}
 	}
 	md, _ := os.ReadFile(mdFile)
@@ -57,16 +43,7 @@ func TestBenchToolCallsOnly(t *testing.T) {
 		t.Skip("runs a real sandbox")
 	}
 	requireProduction(t)
-	jsonFile := filepath.Join(t.TempDir(), "bench.json")
-	out, code := runCLI(t, "bench", "--only-tool-calls", "--tool-calls", "300", "--json", jsonFile)
-	if code != 0 {
-		t.Fatalf("bench exit %d:\n%s", code, out)
-	}
-	var figs []benchFigure
-	b, err := os.ReadFile(jsonFile)
-	if err != nil || json.Unmarshal(b, &figs) != nil {
-		t.Fatalf("bench JSON: %v\n%s", err, b)
-	}
+	figs := benchFigures(t, "--only-tool-calls", "--tool-calls", "300")
 	var names []string
 	for _, f := range figs {
 		if f.Value <= 0 {
@@ -121,4 +98,31 @@ func TestBenchTypeScriptClient(t *testing.T) {
 			t.Errorf("no measured figure for %q in %+v", w, figs)
 		}
 	}
+}
+
+// benchFigures runs `codecell bench` with args, and returns the figures it
+// wrote as JSON.
+func benchFigures(t *testing.T, args ...string) []benchFigure {
+	t.Helper()
+	jsonFile := filepath.Join(t.TempDir(), "bench.json")
+	out, code := runCLI(t, append([]string{"bench", "--json", jsonFile}, args...)...)
+	if code != 0 {
+		t.Fatalf("bench exit %d:\n%s", code, out)
+	}
+	var figs []benchFigure
+	b, err := os.ReadFile(jsonFile)
+	if err != nil || json.Unmarshal(b, &figs) != nil {
+		t.Fatalf("bench JSON: %v\n%s", err, b)
+	}
+	return figs
+}
+
+// measured says whether a figure whose name contains name has a value.
+func measured(figs []benchFigure, name string) bool {
+	for _, f := range figs {
+		if strings.Contains(f.Name, name) && f.Value > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,26 +105,11 @@ func TestBenchPyodide(t *testing.T) {
 	}
 	requireProduction(t)
 	_, npmDir := npmEnv(t, pyodideDeps)
-	jsonFile := filepath.Join(t.TempDir(), "bench.json")
-	out, code := runCLI(t, "bench", "--latency-only", "--n", "30", "--json", jsonFile, "--pyodide", filepath.Join(npmDir, "pyodide-mcp.mjs"))
-	if code != 0 {
-		t.Fatalf("bench exit %d:\n%s", code, out)
-	}
-	var figs []benchFigure
-	b, err := os.ReadFile(jsonFile)
-	if err != nil || json.Unmarshal(b, &figs) != nil {
-		t.Fatalf("bench JSON: %v\n%s", err, b)
-	}
+	figs := benchFigures(t, "--latency-only", "--n", "30", "--pyodide", filepath.Join(npmDir, "pyodide-mcp.mjs"))
 	for _, w := range []string{"warm Pyodide p50", "warm Pyodide p99", "live session p50 (same blocks)", "fresh process p50 (same blocks)",
 		"live session p50 / warm Pyodide p50", "fresh process p50 / warm Pyodide p50"} {
-		found := false
-		for _, f := range figs {
-			if strings.HasPrefix(f.Name, w) && f.Value > 0 {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("no measured figure for %q in %s", w, b)
+		if !measured(figs, w) {
+			t.Errorf("no measured figure for %q in %+v", w, figs)
 		}
 	}
 	for _, f := range figs {
