@@ -467,6 +467,10 @@ func (z *zygote) connectChild(ctx context.Context, req *Request, res *Result) (*
 	return conn.(*net.UnixConn), nil
 }
 
+// inlineFrame bounds the exec frames sent whole with their output pipes:
+// well under a Unix socket's buffer, so that the send does not wait.
+const inlineFrame = 32 << 10
+
 // outcome is how one exchange with an execution's process ended.
 type outcome struct {
 	stopped    bool    // the context ended it (timeout, cancellation, quota); the sandbox was killed
@@ -511,8 +515,17 @@ func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Requ
 		Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args, Filename: req.Filename,
 		Session: session, Limits: lim.forRunner(z.level, req.FileSize, session),
 	})
+	sent := 0
 	if err == nil {
-		_, _, err = chanHost.WriteMsgUnix(frame[:4], unix.UnixRights(int(pipes[1].Fd()), int(pipes[3].Fd())), nil)
+		// The whole frame in one message where it is small, so that the
+		// process reads its code on the wake-up that brings it the pipes;
+		// a larger frame's rest follows from the channel's goroutine, which
+		// may wait for the process to read.
+		head := frame
+		if len(head) > inlineFrame {
+			head = frame[:4]
+		}
+		sent, _, err = chanHost.WriteMsgUnix(head, unix.UnixRights(int(pipes[1].Fd()), int(pipes[3].Fd())), nil)
 	}
 	pipes[1].Close()
 	pipes[3].Close()
@@ -535,11 +548,17 @@ func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Requ
 	readers := make(chan bool, 3)
 	chanDone := make(chan bool, 1)
 	go func() {
-		if _, err := chanHost.Write(frame[4:]); err != nil {
-			// The code's process died before it read its code; the exit
-			// status says why.
-			chanDone <- false
-			return
+		// Only what is left: a process that had its whole frame may have
+		// finished and closed its end by now, and a write of nothing to a
+		// closed socket fails too (EPIPE), which read as a process that
+		// died before its code.
+		if rest := frame[sent:]; len(rest) > 0 {
+			if _, err := chanHost.Write(rest); err != nil {
+				// The code's process died before it read its code; the
+				// exit status says why.
+				chanDone <- false
+				return
+			}
 		}
 		chanDone <- x.read(chanHost)
 	}()

@@ -539,6 +539,13 @@ def execute(chan, req, outfds=None, glb=None, pipes=None):
             f.flush()
         except Exception:
             pass
+    if not pipes:
+        # The host's pipes: everything written is in them, and the host
+        # waits for their end as well as for the result, so the result goes
+        # first. Closing them first woke the host's pipe readers, which
+        # took the CPU from this process before it sent the result (about
+        # 0.1 to 0.2 ms of an execution's latency).
+        chan.send(out)
     # Close our ends of the output pipes and give the forwarders a moment to
     # drain; a background process still holding them is killed afterwards.
     for fd in (1, 2):
@@ -548,7 +555,8 @@ def execute(chan, req, outfds=None, glb=None, pipes=None):
             pass
     for p in pipes.values():
         p.join(0.2)
-    chan.send(out)
+    if pipes:
+        chan.send(out)  # after the output frames the forwarders sent
 
 
 def cpu_seconds_used():
