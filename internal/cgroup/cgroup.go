@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/codecell/codecell/internal/mountinfo"
 )
 
 // ErrUnavailable is the error of Host on a host where codecell cannot make
@@ -113,7 +114,7 @@ func open() (*Hierarchy, error) {
 // locate finds codecell's own cgroup directories from /proc/self/mountinfo
 // and /proc/self/cgroup: the v2 one ("" when there is none reachable) and
 // each v1 controller's.
-func locate(mountinfo, self string) (v2 string, v1 map[string]string) {
+func locate(mountinfoText, self string) (v2 string, v1 map[string]string) {
 	paths := map[string]string{} // controller ("" for v2) -> our path in that hierarchy
 	for _, line := range strings.Split(self, "\n") {
 		parts := strings.SplitN(line, ":", 3)
@@ -129,16 +130,9 @@ func locate(mountinfo, self string) (v2 string, v1 map[string]string) {
 		}
 	}
 	v1 = map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(mountinfo))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		sep := slices.Index(fields, "-")
-		if sep < 5 || len(fields) < sep+4 {
-			continue
-		}
-		root, point := unescape(fields[3]), unescape(fields[4])
-		fstype, super := fields[sep+1], fields[sep+3]
+	mounts, _ := mountinfo.Parse(strings.NewReader(mountinfoText))
+	for _, m := range mounts {
+		root, point, fstype, super := m.Root, m.Point, m.FSType, m.Super
 		switch fstype {
 		case "cgroup2":
 			if p, ok := paths[""]; ok && v2 == "" {
@@ -175,25 +169,6 @@ func under(point, root, p string) (string, bool) {
 		return filepath.Join(point, rest), true
 	}
 	return "", false
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // supervisorLeaf is the cgroup v2 leaf codecell moves itself into, so that

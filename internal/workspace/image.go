@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codecell/codecell/internal/mountinfo"
 )
 
 // Filesystem images. A workspace in an image is an ext4 filesystem of its
@@ -437,45 +438,13 @@ func mountSource(dir string) (src, fstype string, found bool, err error) {
 		return "", "", false, err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
-		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i, x := range fields {
-			if x == "-" {
-				sep = i
-				break
-			}
-		}
-		if len(fields) < 5 || sep < 0 || sep+2 >= len(fields) {
-			continue
-		}
-		if unescapeMount(fields[4]) == dir {
-			src, fstype, found = unescapeMount(fields[sep+2]), fields[sep+1], true
+	mounts, err := mountinfo.Parse(f)
+	for _, m := range mounts {
+		if m.Point == dir {
+			src, fstype, found = m.Source, m.FSType, true
 		}
 	}
-	return src, fstype, found, sc.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return src, fstype, found, err
 }
 
 // prepare makes a newly mounted (or found) image's root the workspace: owned

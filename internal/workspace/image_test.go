@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codecell/codecell/internal/mountinfo"
 )
 
 // requireImages skips a test on a host that cannot mount images (not root,
@@ -39,8 +41,8 @@ func unmountBelow(dir string) {
 	data, _ := os.ReadFile("/proc/self/mountinfo")
 	for line := range strings.Lines(string(data)) {
 		f := strings.Fields(line)
-		if len(f) > 4 && strings.HasPrefix(unescapeMount(f[4]), dir+"/") {
-			unix.Unmount(unescapeMount(f[4]), unix.MNT_DETACH)
+		if len(f) > 4 && strings.HasPrefix(mountinfo.Unescape(f[4]), dir+"/") {
+			unix.Unmount(mountinfo.Unescape(f[4]), unix.MNT_DETACH)
 		}
 	}
 }
