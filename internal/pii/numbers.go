@@ -180,26 +180,31 @@ func findCards(sc *scan, dst []Match) []Match {
 		// The run may hold more than the card ("4111 1111 1111 1111 2027"
 		// with its expiry): take the longest valid card from the leftmost
 		// group that starts one.
-		for i := 0; i < len(groups); {
-			found := false
-			for j := len(groups) - 1; j >= i; j-- {
-				cs, ce := groups[i][0], groups[j][1]
-				if n := len(digitsOf(text[cs:ce])); n < 13 || n > 19 {
-					continue
-				}
-				if validCard(text[cs:ce]) {
-					dst = sc.add(dst, KindCard, cs, ce)
-					i = j + 1
-					found = true
-					break
-				}
+		longestRuns(len(groups), len(groups), func(i, j int) bool {
+			cs, ce := groups[i][0], groups[j][1]
+			if n := len(digitsOf(text[cs:ce])); n < 13 || n > 19 || !validCard(text[cs:ce]) {
+				return false
 			}
-			if !found {
-				i++
-			}
-		}
+			dst = sc.add(dst, KindCard, cs, ce)
+			return true
+		})
 	}
 	return dst
+}
+
+// longestRuns walks n groups of digits from the left: from group i it
+// tries the runs i..j, longest first (at most maxRun groups), and goes on
+// after the first that take accepts (which records it), or from i+1 when
+// none does. Cards and phone numbers are found so in runs of groups that
+// may hold more than one value.
+func longestRuns(n, maxRun int, take func(i, j int) bool) {
+	for i := 0; i < n; {
+		j := min(n-1, i+maxRun-1)
+		for j >= i && !take(i, j) {
+			j--
+		}
+		i = max(j, i) + 1
+	}
 }
 
 // groupSpans splits text[s:e] at its spaces and dashes.

@@ -96,28 +96,20 @@ func findPhones(sc *scan, dst []Match) []Match {
 		s, e := loc[0], loc[1]
 		// A closing parenthesis with no opening one belongs to the text.
 		groups := phoneGroups(text, s, e)
-		for i := 0; i < len(groups); {
-			found := false
-			for j := min(len(groups)-1, i+7); j >= i; j-- {
-				gs, ge := groups[i].start, groups[j].end
-				// Part of a longer run of groups must stand apart from
-				// the rest ("…, 020 7946 0958 / 07700 900123"): a
-				// single space or dash would make it a piece of one
-				// longer number.
-				if i > 0 && weakGap(text[groups[i-1].end:gs]) && !opens(text[gs]) || j < len(groups)-1 && weakGap(text[ge:groups[j+1].start]) && !opens(text[groups[j+1].start]) {
-					continue
-				}
-				if sc.det.isPhone(sc, gs, ge, groups[i:j+1]) {
-					dst = sc.add(dst, KindPhone, gs, ge)
-					i = j + 1
-					found = true
-					break
-				}
+		longestRuns(len(groups), 8, func(i, j int) bool {
+			gs, ge := groups[i].start, groups[j].end
+			// Part of a longer run of groups must stand apart from the
+			// rest ("…, 020 7946 0958 / 07700 900123"): a single space or
+			// dash would make it a piece of one longer number.
+			if i > 0 && weakGap(text[groups[i-1].end:gs]) && !opens(text[gs]) || j < len(groups)-1 && weakGap(text[ge:groups[j+1].start]) && !opens(text[groups[j+1].start]) {
+				return false
 			}
-			if !found {
-				i++
+			if !sc.det.isPhone(sc, gs, ge, groups[i:j+1]) {
+				return false
 			}
-		}
+			dst = sc.add(dst, KindPhone, gs, ge)
+			return true
+		})
 	}
 	return dst
 }
