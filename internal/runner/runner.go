@@ -90,18 +90,11 @@ func contentHash() (string, error) {
 	// The layout is part of the content: an install made before a mount
 	// point was added must not be reused.
 	fmt.Fprintf(h, "mount points\x00%s\x00%s\x00", GenDir, SkillsDir)
-	err := fs.WalkDir(files, "python", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := files.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", path, len(data))
-		h.Write(data)
-		return nil
-	})
+	all, err := Files()
+	for _, f := range all {
+		fmt.Fprintf(h, "%s\x00%d\x00", f.Path, len(f.Data))
+		h.Write(f.Data)
+	}
 	return hex.EncodeToString(h.Sum(nil)), err
 }
 
