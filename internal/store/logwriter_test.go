@@ -142,3 +142,44 @@ func TestLogLeavesWritesSynced(t *testing.T) {
 		t.Errorf("synchronous = %d on the writer after the log's writes; want 2 (FULL)", mode)
 	}
 }
+
+// TestLogBatchBound: a transaction holds at most maxLogBatch rows. One row
+// waits for a held lock; 69 more queue behind it; once the lock goes they
+// take at least two more transactions.
+func TestLogBatchBound(t *testing.T) {
+	s, path := openTest(t)
+	ctx := context.Background()
+	release := holdWriteLock(t, s, func() (*Store, error) { return Open(path) })
+	before := s.logCommits.Load()
+	var wg sync.WaitGroup
+	record := func() {
+		wg.Go(func() {
+			if _, err := s.RecordExecution(ctx, Execution{Namespace: "ns", Code: "x"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	record()
+	waitFor(t, "the first row taken by the writer", func() bool { return s.logQueued.Load() == 1 && len(s.logQueue) == 0 })
+	for range 69 {
+		record()
+	}
+	waitFor(t, "the queue full", func() bool { return len(s.logQueue) == maxLogBatch })
+	release()
+	wg.Wait()
+	if n := s.logCommits.Load() - before; n < 3 {
+		t.Errorf("70 rows, one then 69 queued, took %d transactions; want at least 3 (at most %d rows each)", n, maxLogBatch)
+	}
+	if list, err := s.ListExecutions(ctx, "ns", 0, 100); err != nil || len(list) != 70 {
+		t.Errorf("%d rows in the log (%v), want 70", len(list), err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+	}
+}
