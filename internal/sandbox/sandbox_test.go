@@ -82,6 +82,9 @@ func TestBasics(t *testing.T) {
 					"[sorted(k for k in globals() if not k.startswith('__')), sorted(k for k in linecache.cache if k.startswith('<')),\n" +
 					" sys.stdout.seekable(), sys.stdout.isatty(), sys.stderr.seekable(), sys.stdin.read(), sys.stdout.fileno(), sys.stderr.fileno()]",
 					ok: true, result: []any{[]any{"display_image", "linecache", "sys"}, []any{"<cell>"}, false, false, false, "", float64(1), float64(2)}},
+				// Past inlineFrame the exec frame's rest follows its first
+				// message.
+				{name: "code larger than one message", code: "s = '" + strings.Repeat("x", 100_000) + "'\nlen(s)", ok: true, result: float64(100_000)},
 				{name: "signals at their defaults", code: "import signal\n[signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL, signal.getsignal(signal.SIGINT) == signal.SIG_DFL]",
 					ok: true, result: []any{true, true}},
 			}
