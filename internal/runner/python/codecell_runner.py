@@ -432,36 +432,50 @@ def prepare_child():
     write to each page is a page fault (about 4 us each on this kind of VM,
     with the copy and the TLB flush): an execution's path took about 310 of
     them, 1.4 ms before its result. Done here, the same work moves off that
-    path at no extra cost; the rehearsal on nothing below costs about 0.2 ms
-    of CPU more and takes the rest but about 50 faults (issue 16).
+    path at no extra cost: a rehearsal on nothing, down the path an
+    execution takes (its frame through a socket, its limits, a cell that
+    prints, its result frame back), leaves it about 40 faults (issue 16).
 
     The streams are made over a placeholder pipe on fds 1 and 2, the same
     kind of file as the host's output pipes that execute() puts there, so
-    they behave the same (not seekable, not a terminal).
+    they behave the same (not seekable, not a terminal). Its read end stays
+    open until capture_output, so what the rehearsal prints has somewhere
+    to go.
     """
-    global _prepared
+    global _prepared, _placeholder
     become_child()
-    r, w = os.pipe()
+    _placeholder, w = os.pipe()
     os.dup2(w, 1)
     os.dup2(w, 2)
-    os.close(r)
     os.close(w)
     stdin_devnull()
     _prepared = std_streams()
-    # The rehearsal: decode a request, check the limits, run a cell, encode
-    # its result frame; most pages these write are the same for any code.
-    chan = Channel(-1, -1)
-    chan._buf += Channel.encode({"type": "exec", "code": "1", "limits": {"memory": 1}})
-    chan.recv()
-    for which in (resource.RLIMIT_CORE, resource.RLIMIT_AS, resource.RLIMIT_FSIZE,
-                  resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC, resource.RLIMIT_CPU):
-        resource.getrlimit(which)
-    out = {"type": "result", "ok": True, "error": None}
-    has, value = run_cell("pass\n1", new_globals(), CELL)
-    out["result"] = encode_result(value, 1 << 20)
-    _display.collect(out, value, has)
-    Channel.encode(out)
+    ours, host = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        host.sendall(Channel.encode({"type": "exec", "code": "print(1)", "limits": {}}))
+        header, _ = recv_fds(ours, 4)
+        chan = Channel(ours.fileno(), ours.fileno(), ours)
+        req = chan.recv(header)
+        chan.sock = None
+        apply_limits(req["limits"])  # none: only what every execution sets
+        stdout = sys.stdout
+        sys.stdout = _prepared[0]
+        try:
+            out = {"type": "result", "ok": True, "error": None}
+            has, value = run_cell("print(1)\n1", new_globals(), CELL)
+            out["result"] = encode_result(value, 1 << 20)
+            _display.collect(out, value, has)
+            _prepared[0].flush()
+        finally:
+            sys.stdout = stdout
+        chan.send(out)
+    finally:
+        ours.close()
+        host.close()
     linecache.cache.pop(CELL, None)
+
+
+_placeholder = None  # the read end of prepare_child's pipe
 
 
 def capture_output(chan, outfds):
@@ -482,8 +496,11 @@ def capture_output(chan, outfds):
             os.close(w)
         else:
             os.set_inheritable(fd, True)
-    global _prepared
+    global _prepared, _placeholder
     prepared, _prepared = _prepared, None
+    if _placeholder is not None:
+        os.close(_placeholder)
+        _placeholder = None
     if prepared is None:
         stdin_devnull()
     sys.stdout, sys.stderr, sys.stdin = prepared or std_streams()
@@ -675,23 +692,18 @@ def kill_others(isolated):
 
 
 def has_children():
-    """Whether anything but this process is left in the sandbox, after
-    reaping what has exited.
+    """Whether anything but this process is left in the sandbox.
 
     This process is the PID namespace's init, and every process in a
     namespace descends from its init: once the execution's process is
-    reaped, its survivors are this process's children or below them. So an
-    empty list of children means nothing is left, and the common case skips
-    kill(-1), which walks every process of the host, twice. Where the list
-    cannot be read, the answer is yes (kill_others then does the work).
+    reaped, its survivors are this process's children or below them, and
+    the list of children names zombies too until they are reaped. So an
+    empty list means nothing is left, and the common case skips kill(-1),
+    which walks every process of the host, twice, and a waitpid that fails
+    with an exception (objects, so pages written: see below). Where the
+    list cannot be read, the answer is yes (kill_others then does the
+    work).
     """
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid <= 0:
-            break
     try:
         # os.open and os.read, not open(): fewer objects, fewer pages
         # written in a process whose every page write is a fault.
@@ -817,6 +829,9 @@ def prefork(ctl):
     # frame that comes first waits in the socket for the child.
     ctl.sendmsg([_CHILD_MSG], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("i", host.fileno()))])
     host.close()
+    # A bare descriptor across the fork: closing a socket object after it
+    # wrote that object's page, a fault (see fork).
+    fd = mine.detach()
     pid = fork()
     if pid == 0:
         # Dies with the zygote: in development there is no PID namespace to
@@ -824,23 +839,62 @@ def prefork(ctl):
         _libc.prctl(PR_SET_PDEATHSIG, _signal.SIGKILL, 0, 0, 0)
         ctl.close()
         prepare_child()
+        mine = _socket.socket(fileno=fd)
         try:
             header, fds = recv_fds(mine, 4)
         except OSError:
             os._exit(0)
         if not header or len(fds) != 2:
             os._exit(0)  # the host let it go unused, or spoke nonsense
-        fd = mine.fileno()
         os.set_inheritable(fd, False)  # the code's subprocesses get no channel
         child_main(Channel(fd, fd, mine), {}, fds, header)
-    mine.close()
+    os.close(fd)
     return pid
 
 
 _CHILD_MSG = json.dumps({"type": "child"}).encode()
 
 
+def map_text_at_fork():
+    """Has fork(2) copy this process's mappings of program text and
+    read-only data to each child, rather than leave the child to fault them
+    in again.
+
+    fork copies a private file mapping's page tables only if the mapping
+    has anonymous pages of its own; the interpreter's and the C library's
+    code and read-only data have none, so every child took about 85 page
+    faults to map again the code it runs (issue 16), each a few
+    microseconds on this kind of VM, some of them on the execution's path.
+    Writing one byte of each such mapping to itself, through /proc/self/mem
+    as a debugger sets a breakpoint, gives it one anonymous page (the same
+    bytes); the mapping stays read-only. A kernel that refuses writes
+    through /proc/self/mem, or a process that may not open it (see
+    zygote), leaves things as they were.
+    """
+    try:
+        mem = os.open("/proc/self/mem", os.O_RDWR)
+    except OSError:
+        return
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            for line in maps:
+                f = line.split()
+                if len(f) < 6 or f[1] not in (b"r-xp", b"r--p") or not f[5].startswith(b"/"):
+                    continue
+                start = int(f[0].split(b"-")[0], 16)
+                try:
+                    os.pwrite(mem, os.pread(mem, 1, start), start)
+                except OSError:
+                    pass
+    finally:
+        os.close(mem)
+
+
 def zygote(ctl_fd, isolated, scratch):
+    # First, while /proc/self/mem is still this process's to open: not
+    # dumpable, its /proc files belong to a root that a user namespace does
+    # not map. No code has run here yet.
+    map_text_at_fork()
     # Not dumpable: the code's processes (same uid) cannot read or write this
     # one's memory or descriptors through /proc; ptrace is also denied by
     # seccomp. In production this process is the PID namespace's init.
@@ -887,13 +941,13 @@ def zygote(ctl_fd, isolated, scratch):
         # A zygote whose limits the code lowered (prlimit on pid 1) would
         # hand them to the next execution: not clean.
         clean = clean and inherited() == baseline
-        report = {"type": "exited", "pid": pid, "clean": clean}
+        # Formatted, not json.dumps of a dict: fewer objects (see above).
         if os.WIFSIGNALED(status):
-            report["signal"] = os.WTERMSIG(status)
+            how = b'"signal":%d' % os.WTERMSIG(status)
         else:
-            report["status"] = os.WEXITSTATUS(status)
+            how = b'"status":%d' % os.WEXITSTATUS(status)
         try:
-            ctl.send(json.dumps(report).encode())
+            ctl.send(b'{"type":"exited","pid":%d,"clean":%s,%s}' % (pid, b"true" if clean else b"false", how))
         except OSError:
             os._exit(0)
 
@@ -910,13 +964,26 @@ def inherited():
     """What a forked child inherits from this process that another process
     of the same user may change from outside (prlimit, setpriority,
     sched_setaffinity): the code cannot touch the fork server's memory, but
-    these it can, and the next execution would start with them."""
-    state = [resource.getrlimit(which) for which in _RLIMITS]
-    for f in (lambda: os.getpriority(os.PRIO_PROCESS, 0), lambda: sorted(os.sched_getaffinity(0))):
+    these it can, and the next execution would start with them.
+
+    The limits are read as /proc's one table where it can be read: one
+    object where sixteen getrlimit calls made sixteen tuples and their
+    integers (each a page the fork server writes, so a fault, at every
+    fork).
+    """
+    try:
+        fd = os.open("/proc/self/limits", os.O_RDONLY)
         try:
-            state.append(f())
-        except OSError:
-            state.append(None)
+            state = [os.read(fd, 8192)]
+        finally:
+            os.close(fd)
+    except OSError:
+        state = [resource.getrlimit(which) for which in _RLIMITS]
+    try:
+        state.append(os.getpriority(os.PRIO_PROCESS, 0))
+        state.append(os.sched_getaffinity(0))
+    except OSError:
+        state.append(None)
     return state
 
 
