@@ -138,3 +138,38 @@ func TestWorkspaceRecreated(t *testing.T) {
 		}
 	}
 }
+
+// TestTextMappedAtFork: the fork server gives its mappings of program text
+// an anonymous page each, so fork copies their page tables and an
+// execution does not fault its interpreter's code in again (issue 16). The
+// hardened level's fork server runs under gVisor, whose memory is its own.
+func TestTextMappedAtFork(t *testing.T) {
+	for _, level := range []Level{Development, Production} {
+		t.Run(string(level), func(t *testing.T) {
+			m, ws := newTestManager(t, level, Limits{}, 1)
+			code := `import os, sys
+exe = os.path.realpath(sys.executable)
+text, mapping = [], None
+for line in open('/proc/self/smaps'):
+    f = line.split()
+    if '-' in f[0] and len(f) >= 5:
+        mapping = f
+    elif f[0] == 'Anonymous:' and len(mapping) > 5 and mapping[5] == exe and mapping[1] == 'r-xp':
+        text.append(int(f[1]))
+text`
+			r := exec1(t, m, ws, code, slack)
+			if !r.OK {
+				t.Fatalf("%+v", r.Error)
+			}
+			text, ok := r.Result.([]any)
+			if !ok || len(text) == 0 {
+				t.Fatalf("no text mapping of the interpreter found: %#v", r.Result)
+			}
+			for _, kb := range text {
+				if kb.(float64) == 0 {
+					t.Fatalf("the interpreter's text has no anonymous page (kB per mapping: %v): fork leaves it to be faulted in again", text)
+				}
+			}
+		})
+	}
+}
