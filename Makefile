@@ -14,11 +14,11 @@ BIN     := bin/codecell
 # replicas' store and balancer: tests and `make replicas` run their own,
 # never the system's services); Node and npm run the real upstream MCP servers of the
 # tests (installed only when missing: a machine's own Node is kept).
-DEBS    := bubblewrap runsc python3 python3-venv python3-pip python3-matplotlib e2fsprogs postgresql haproxy
+DEBS    := bubblewrap python3 python3-venv python3-pip python3-matplotlib e2fsprogs postgresql haproxy
 NPM_DIR := testdata/npm
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps npm-deps browser-deps build run replicas test bench fuzz clean
+.PHONY: all deps runsc npm-deps browser-deps build run replicas test bench fuzz clean
 
 all: build
 
@@ -29,6 +29,20 @@ deps:
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
+
+# gVisor's runsc for the hardened level, a pinned release built from the Go
+# module proxy into /usr/local/bin (where gVisor's own install puts it, and
+# where codecell looks first): Debian 12's package is a 2022 runsc on the
+# ptrace platform, several times slower than a current one on systrap. It is
+# built again only when the installed one is another version; static, as
+# runsc re-executes itself inside its sandbox's empty root.
+RUNSC_VERSION := v0.0.0-20260905035102-160fafc42237
+RUNSC         := /usr/local/bin/runsc
+runsc:
+	@$(GO) version -m $(RUNSC) 2>/dev/null | grep -q 'gvisor.dev/gvisor[[:space:]]*$(RUNSC_VERSION)' || { \
+		echo "building gVisor's runsc $(RUNSC_VERSION) (a few minutes, once)"; \
+		tmp=$$(mktemp -d) && CGO_ENABLED=0 GOBIN=$$tmp $(GO) install gvisor.dev/gvisor/runsc@$(RUNSC_VERSION) && \
+		$(SUDO) install -m 0755 $$tmp/runsc $(RUNSC) && rm -rf $$tmp; }
 
 # The npm packages the tests use, pinned in $(NPM_DIR)/package-lock.json: the
 # upstream MCP servers, and the TypeScript SDK client and MCP Inspector of the
@@ -52,7 +66,7 @@ build:
 # Serves MCP over Streamable HTTP at http://$(ADDR)/mcp and the dashboard at
 # http://$(ADDR)/. MCP hosts that spawn
 # codecell use `bin/codecell serve` (stdio) instead; see the README.
-run: deps build
+run: deps runsc build
 	$(BIN) doctor
 	@echo "dashboard: http://$(ADDR)/  MCP endpoint: http://$(ADDR)/mcp"
 	$(BIN) serve --http $(ADDR)
@@ -62,12 +76,12 @@ run: deps build
 replicas: deps build
 	ADDR=$(ADDR) deploy/replicas.sh
 
-test: deps npm-deps browser-deps
+test: deps runsc npm-deps browser-deps
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
 
 # The latency benchmark recorded in BENCHMARKS.md.
-bench: deps
+bench: deps runsc
 	$(GO) test -run '^$$' -bench 'ExecuteCode|PythonSpawn' -benchtime 500x ./cmd/codecell/
 	$(GO) test -run '^$$' -bench 'BenchmarkExec$$|BenchmarkSessionExec' -benchtime 500x ./internal/sandbox/
 	$(GO) test -run '^$$' -bench 'WorkspaceSize|PythonSpawn' -benchtime 500x -timeout 60m ./cmd/codecell/

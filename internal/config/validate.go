@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/nyaruka/phonenumbers"
 	"net"
 	"net/url"
 	"path"
@@ -13,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nyaruka/phonenumbers"
 )
 
 var (

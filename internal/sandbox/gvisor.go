@@ -109,7 +109,7 @@ type gvisor struct {
 func (m *Manager) startGVisor(ctx context.Context, tg target) (sandbox, error) {
 	workspace := tg.workspace
 	if _, err := os.Stat(RunscPath); err != nil {
-		return nil, fmt.Errorf("%w: hardened needs gVisor's runsc at %s (install it: apt-get install runsc)", ErrUnavailable, RunscPath)
+		return nil, errNoRunsc()
 	}
 	begin := time.Now()
 	base := filepath.Join(m.opts.StateDir, "gvisor")
@@ -379,6 +379,27 @@ func (g *gvisor) kill() {
 // sandbox.memory: runsc run, the gofer, and the sentry's own memory beside
 // the code's (an idle sandbox holds about 35 MiB).
 const GVisorMemory = 128 << 20
+
+// nullNetNS is the file in runsc's root directory (--root) where runsc
+// releases since 2024 bind-mount the empty network namespace of their
+// gofers (--network=none); it outlives the containers, and the directory
+// cannot be removed until it is unmounted (EBUSY).
+const nullNetNS = "null-netns"
+
+// unmountNullNetNS unmounts root's nullNetNS (runsc runs that raced may
+// have stacked mounts there, so until none is left) and removes the file
+// under it. Where there is none (an older runsc, or none was made) it does
+// nothing. A runsc that starts a container meanwhile holds the namespace
+// open, or makes another.
+func unmountNullNetNS(root string) {
+	path := filepath.Join(root, nullNetNS)
+	for range 64 {
+		if syscall.Unmount(path, syscall.MNT_DETACH) != nil {
+			break
+		}
+	}
+	os.Remove(path)
+}
 
 // stateFiles lists what runsc keeps for the container under its root; runsc
 // run removes it when it ends by itself.
@@ -862,7 +883,10 @@ func probeGVisor(ctx context.Context, python string) error {
 	if err != nil {
 		return fmt.Errorf("%w: gVisor (runsc): %v", ErrUnavailable, err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		unmountNullNetNS(filepath.Join(dir, "state"))
+		os.RemoveAll(dir)
+	}()
 	for _, d := range []string{"state", "runtime", "workspace"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
 			return fmt.Errorf("%w: gVisor (runsc): %v", ErrUnavailable, err)

@@ -36,8 +36,26 @@ func ParseLevel(s string) (Level, error) {
 // Tool paths. Variables so tests and packagers can point elsewhere.
 var (
 	BwrapPath = "/usr/bin/bwrap"
-	RunscPath = "/usr/bin/runsc"
+	RunscPath = runscPath()
 )
+
+// runscPath is where gVisor's own install (and `make runsc`) puts runsc,
+// /usr/local/bin, if there is one there, else Debian's package's. A
+// current release is several times faster than Debian 12's runsc of 2022:
+// it runs the code on the systrap platform rather than ptrace.
+func runscPath() string {
+	const local = "/usr/local/bin/runsc"
+	if _, err := os.Stat(local); err == nil {
+		return local
+	}
+	return "/usr/bin/runsc"
+}
+
+// errNoRunsc says that runsc is missing, and how to install it.
+func errNoRunsc() error {
+	return fmt.Errorf("%w: hardened needs gVisor's runsc at /usr/local/bin/runsc or /usr/bin/runsc, not found at %s"+
+		" (install a current release, as `make runsc` does, or Debian's: apt-get install runsc)", ErrUnavailable, RunscPath)
+}
 
 // ErrUnavailable reports a level that cannot run on this host.
 var ErrUnavailable = errors.New("isolation level unavailable")
@@ -70,7 +88,7 @@ func Check(ctx context.Context, level Level, python string) error {
 		return nil
 	case Hardened:
 		if _, err := os.Stat(RunscPath); err != nil {
-			return fmt.Errorf("%w: hardened needs gVisor's runsc at %s (install it: apt-get install runsc)", ErrUnavailable, RunscPath)
+			return errNoRunsc()
 		}
 		return probeGVisor(ctx, python)
 	}

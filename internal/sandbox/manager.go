@@ -248,6 +248,11 @@ func (m *Manager) Close() error {
 		delete(m.idle, ws)
 	}
 	m.mu.Unlock()
+	if m.opts.Level == Hardened {
+		// Every container is gone: nothing needs runsc's null network
+		// namespace until another Manager starts one.
+		unmountNullNetNS(filepath.Join(m.opts.StateDir, "gvisor", "state"))
+	}
 	return nil
 }
 
