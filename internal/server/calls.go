@@ -35,9 +35,34 @@ type toolCallParams struct {
 }
 
 // toolReply is a tool's answer as the sandbox's codecell._rpc decodes it.
+// Its content items are structs, one type per kind, with the keys a map of
+// each kind had: encoding a map sorts its keys through reflection, twice
+// the time of the whole reply frame's other fields, on every tool call.
 type toolReply struct {
-	Structured any              `json:"structured"`
-	Content    []map[string]any `json:"content"`
+	Structured any   `json:"structured"`
+	Content    []any `json:"content"` // of textItem, mediaItem, resourceItem, linkItem
+}
+
+type textItem struct {
+	Type string `json:"type"` // "text"
+	Text string `json:"text"`
+}
+
+type mediaItem struct {
+	Type     string `json:"type"` // "image" or "audio"
+	Data     string `json:"data"` // base64
+	MIMEType string `json:"mimeType"`
+}
+
+type resourceItem struct {
+	Type     string                `json:"type"` // "resource"
+	Resource *mcp.ResourceContents `json:"resource"`
+}
+
+type linkItem struct {
+	Type string `json:"type"` // "resource_link"
+	URI  string `json:"uri"`
+	Name string `json:"name"`
 }
 
 // HandleCall implements sandbox.CallHandler.
@@ -152,8 +177,8 @@ func (e *execCalls) callTool(ctx context.Context, p toolCallParams) (_ any, err 
 		record(false, size)
 		msg := ""
 		for _, c := range reply.Content {
-			if s, ok := c["text"].(string); ok {
-				msg += s
+			if t, ok := c.(*textItem); ok {
+				msg += t.Text
 			}
 		}
 		if msg == "" {
@@ -167,19 +192,19 @@ func (e *execCalls) callTool(ctx context.Context, p toolCallParams) (_ any, err 
 
 // replyOf turns an MCP tool result into what the sandbox decodes.
 func replyOf(res *mcp.CallToolResult) toolReply {
-	r := toolReply{Structured: res.StructuredContent, Content: make([]map[string]any, 0, len(res.Content))}
+	r := toolReply{Structured: res.StructuredContent, Content: make([]any, 0, len(res.Content))}
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
-			r.Content = append(r.Content, map[string]any{"type": "text", "text": c.Text})
+			r.Content = append(r.Content, &textItem{Type: "text", Text: c.Text})
 		case *mcp.ImageContent:
-			r.Content = append(r.Content, map[string]any{"type": "image", "data": base64.StdEncoding.EncodeToString(c.Data), "mimeType": c.MIMEType})
+			r.Content = append(r.Content, &mediaItem{Type: "image", Data: base64.StdEncoding.EncodeToString(c.Data), MIMEType: c.MIMEType})
 		case *mcp.AudioContent:
-			r.Content = append(r.Content, map[string]any{"type": "audio", "data": base64.StdEncoding.EncodeToString(c.Data), "mimeType": c.MIMEType})
+			r.Content = append(r.Content, &mediaItem{Type: "audio", Data: base64.StdEncoding.EncodeToString(c.Data), MIMEType: c.MIMEType})
 		case *mcp.EmbeddedResource:
-			r.Content = append(r.Content, map[string]any{"type": "resource", "resource": c.Resource})
+			r.Content = append(r.Content, &resourceItem{Type: "resource", Resource: c.Resource})
 		case *mcp.ResourceLink:
-			r.Content = append(r.Content, map[string]any{"type": "resource_link", "uri": c.URI, "name": c.Name})
+			r.Content = append(r.Content, &linkItem{Type: "resource_link", URI: c.URI, Name: c.Name})
 		}
 	}
 	return r
@@ -191,10 +216,11 @@ func replyOf(res *mcp.CallToolResult) toolReply {
 func (r toolReply) size() int {
 	n := 0
 	for _, c := range r.Content {
-		for _, key := range []string{"text", "data"} {
-			if s, ok := c[key].(string); ok {
-				n += len(s)
-			}
+		switch c := c.(type) {
+		case *textItem:
+			n += len(c.Text)
+		case *mediaItem:
+			n += len(c.Data)
 		}
 	}
 	if r.Structured != nil {
