@@ -6,10 +6,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/codecell/codecell/internal/config"
 )
 
 // BenchmarkInProcessCall is one tool call through the Manager to an
@@ -17,12 +13,7 @@ import (
 // upstream server's share of a tool call from the code (B/op and
 // allocs/op are the steadier figures on a shared machine).
 func BenchmarkInProcessCall(b *testing.B) {
-	m := New(Options{
-		Servers:   map[string]config.Server{"mem": {Name: "mem", Command: "in-process", Timeout: 10 * time.Second}},
-		InProcess: map[string]*mcp.Server{"mem": memServer()},
-	})
-	m.Start()
-	b.Cleanup(m.Close)
+	m := startMem(b)
 	ctx := context.Background()
 	if err := m.Wait(ctx, "mem"); err != nil {
 		b.Fatal(err)

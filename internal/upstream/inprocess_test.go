@@ -40,13 +40,20 @@ func memServer() *mcp.Server {
 	return s
 }
 
-func TestInProcessServer(t *testing.T) {
+// startMem starts a Manager whose one upstream, "mem", is memServer in
+// this process.
+func startMem(tb testing.TB) *Manager {
 	m := New(Options{
 		Servers:   map[string]config.Server{"mem": {Name: "mem", Command: "in-process", Timeout: 10 * time.Second}},
 		InProcess: map[string]*mcp.Server{"mem": memServer()},
 	})
 	m.Start()
-	t.Cleanup(m.Close)
+	tb.Cleanup(m.Close)
+	return m
+}
+
+func TestInProcessServer(t *testing.T) {
+	m := startMem(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := m.Wait(ctx, "mem"); err != nil {
