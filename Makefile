@@ -33,7 +33,8 @@ deps:
 # gVisor's runsc for the hardened level, a pinned release built from the Go
 # module proxy into /usr/local/bin (where gVisor's own install puts it, and
 # where codecell looks first): Debian 12's package is a 2022 runsc on the
-# ptrace platform, several times slower than a current one on systrap. It is
+# ptrace platform, slower than a current one on systrap (BENCHMARKS.md), and
+# lacks what current releases do differently (a test caught one). It is
 # built again only when the installed one is another version; static, as
 # runsc re-executes itself inside its sandbox's empty root.
 RUNSC_VERSION := v0.0.0-20260905035102-160fafc42237

@@ -40,9 +40,10 @@ var (
 )
 
 // runscPath is where gVisor's own install (and `make runsc`) puts runsc,
-// /usr/local/bin, if there is one there, else Debian's package's. A
-// current release is several times faster than Debian 12's runsc of 2022:
-// it runs the code on the systrap platform rather than ptrace.
+// /usr/local/bin, if there is one there, else Debian's package's. Debian
+// 12's runsc is from 2022 and runs the code on the ptrace platform; a
+// current release runs it on systrap (on this project's machines, a
+// quarter off the hardened p99 and a little less CPU; BENCHMARKS.md).
 func runscPath() string {
 	const local = "/usr/local/bin/runsc"
 	if _, err := os.Stat(local); err == nil {
