@@ -103,10 +103,10 @@ func (l Limits) forRunner(level Level, fileSize int64, session bool) runnerLimit
 		r.NProc = l.Pids + 2
 	}
 	if level == Hardened {
-		// Under gVisor the code's process also has its two output
-		// forwarder threads (the host cannot pass it the output pipes),
-		// which count as RLIMIT_NPROC's tasks too.
-		r.NProc = l.Pids + 4
+		// Under gVisor the code's process also has its output forwarder
+		// thread (the host cannot pass it the output pipes), which counts
+		// as one of RLIMIT_NPROC's tasks too.
+		r.NProc = l.Pids + 3
 	}
 	if fileSize > 0 && fileSize < l.FileSize {
 		if session {
