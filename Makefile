@@ -36,14 +36,21 @@ deps:
 # ptrace platform, slower than a current one on systrap (BENCHMARKS.md), and
 # lacks what current releases do differently (a test caught one). It is
 # built again only when the installed one is another version; static, as
-# runsc re-executes itself inside its sandbox's empty root.
+# runsc re-executes itself inside its sandbox's empty root. Where the build
+# fails (no Go module proxy), Debian's runsc is installed instead, and said.
 RUNSC_VERSION := v0.0.0-20260905035102-160fafc42237
 RUNSC         := /usr/local/bin/runsc
 runsc:
 	@$(GO) version -m $(RUNSC) 2>/dev/null | grep -q 'gvisor.dev/gvisor[[:space:]]*$(RUNSC_VERSION)' || { \
 		echo "building gVisor's runsc $(RUNSC_VERSION) (a few minutes, once)"; \
-		tmp=$$(mktemp -d) && CGO_ENABLED=0 GOBIN=$$tmp $(GO) install gvisor.dev/gvisor/runsc@$(RUNSC_VERSION) && \
-		$(SUDO) install -m 0755 $$tmp/runsc $(RUNSC) && rm -rf $$tmp; }
+		tmp=$$(mktemp -d); \
+		if CGO_ENABLED=0 GOBIN=$$tmp $(GO) install gvisor.dev/gvisor/runsc@$(RUNSC_VERSION); then \
+			$(SUDO) install -m 0755 $$tmp/runsc $(RUNSC); rm -rf $$tmp; \
+		else \
+			rm -rf $$tmp; \
+			echo "could not build runsc $(RUNSC_VERSION): installing Debian's (older, slower) runsc instead"; \
+			dpkg -s runsc >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq runsc; }; \
+		fi; }
 
 # The npm packages the tests use, pinned in $(NPM_DIR)/package-lock.json: the
 # upstream MCP servers, and the TypeScript SDK client and MCP Inspector of the
