@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,6 +170,42 @@ text`
 				if kb.(float64) == 0 {
 					t.Fatalf("the interpreter's text has no anonymous page (kB per mapping: %v): fork leaves it to be faulted in again", text)
 				}
+			}
+		})
+	}
+}
+
+// TestOutputStreamsInterleaved: stdout and stderr written in turns, by the
+// code and by a process it starts, arrive whole and each on its own stream
+// (under gVisor one thread forwards both pipes), and so does a last burst
+// on stderr larger than one read, still unread when stdout ends.
+func TestOutputStreamsInterleaved(t *testing.T) {
+	for _, level := range []Level{Development, Production, Hardened} {
+		t.Run(string(level), func(t *testing.T) {
+			m, ws := newTestManager(t, level, Limits{}, 1)
+			code := `import subprocess, sys
+for i in range(2000):
+    print('out %d' % i, flush=True)
+    print('err %d' % i, file=sys.stderr, flush=True)
+subprocess.run(['/usr/bin/python3', '-c', 'import sys; print("child out"); print("child err", file=sys.stderr)'])
+sys.stderr.write('e' * 300000)
+print('done')`
+			r := exec1(t, m, ws, code, slack)
+			if !r.OK {
+				t.Fatalf("%+v", r.Error)
+			}
+			var out, errs strings.Builder
+			for i := range 2000 {
+				fmt.Fprintf(&out, "out %d\n", i)
+				fmt.Fprintf(&errs, "err %d\n", i)
+			}
+			out.WriteString("child out\ndone\n")
+			errs.WriteString("child err\n" + strings.Repeat("e", 300000))
+			if r.Stdout != out.String() {
+				t.Errorf("stdout (%d bytes) is not the %d bytes written; it ends %q", len(r.Stdout), out.Len(), tail(r.Stdout))
+			}
+			if r.Stderr != errs.String() {
+				t.Errorf("stderr (%d bytes) is not the %d bytes written; it ends %q", len(r.Stderr), errs.Len(), tail(r.Stderr))
 			}
 		})
 	}
