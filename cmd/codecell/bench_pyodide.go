@@ -143,8 +143,7 @@ func (pr *peerRun) figures() []benchFigure {
 	y50, y99 := percentile(pr.pyodide, 0.50), percentile(pr.pyodide, 0.99)
 	s50, s99 := percentile(pr.session, 0.50), percentile(pr.session, 0.99)
 	f50 := percentile(pr.fresh, 0.50)
-	n := float64(len(pr.pyodide))
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
+	ms := func(d time.Duration) float64 { return msEach(d, len(pr.pyodide)) }
 	ratio := benchFigure{Name: "live session p50 / warm Pyodide p50", Value: s50 / y50, Unit: "x", Target: "<= 1.5x"}
 	ratio.check(s50 <= 1.5*y50)
 	return []benchFigure{

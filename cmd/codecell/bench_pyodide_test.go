@@ -118,3 +118,34 @@ func TestBenchPyodide(t *testing.T) {
 		}
 	}
 }
+
+// TestHardenedFigures: the hardened ratios are judged against their own
+// targets (p50 at most 2x a spawn's, p99 at most 5x), not production's.
+func TestHardenedFigures(t *testing.T) {
+	ms := func(v ...int) (d []time.Duration) {
+		for _, x := range v {
+			d = append(d, time.Duration(x)*time.Millisecond)
+		}
+		return d
+	}
+	// Spawn p50 10 ms; executions p50 19 ms (1.9x), p99 60 ms (6x).
+	lr := &latencyRun{exec: ms(19, 19, 19, 60), spawn: ms(10, 10, 10, 10)}
+	met := map[string]bool{}
+	for _, f := range lr.hardenedFigures() {
+		if f.Met != nil {
+			met[f.Name] = *f.Met
+		}
+	}
+	want := map[string]bool{
+		"hardened: execute_code p50 / bare spawn p50": true,
+		"hardened: execute_code p99 / bare spawn p50": false,
+	}
+	if len(met) != len(want) {
+		t.Fatalf("judged figures %v, want %v", met, want)
+	}
+	for name, ok := range want {
+		if got, found := met[name]; !found || got != ok {
+			t.Errorf("%s: met %v (found %v), want %v", name, got, found, ok)
+		}
+	}
+}
