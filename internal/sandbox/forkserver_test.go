@@ -312,17 +312,35 @@ func TestHardenedCPULimitPerExecution(t *testing.T) {
 // from outside (prlimit on its parent, same user): the next execution,
 // forked from it, must not start with them.
 func TestForkServerLimitsTampered(t *testing.T) {
+	tampers := []struct {
+		name, set, get, tampered string
+	}{
+		{"limits",
+			"resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE, (20, 20))\nresource.prlimit(os.getppid(), resource.RLIMIT_NOFILE)",
+			"resource.getrlimit(resource.RLIMIT_NOFILE)", "[20,20]"},
+		{"priority",
+			"os.setpriority(os.PRIO_PROCESS, os.getppid(), 7)\nos.getpriority(os.PRIO_PROCESS, os.getppid())",
+			"os.getpriority(os.PRIO_PROCESS, 0)", "7"},
+		{"affinity",
+			"os.sched_setaffinity(os.getppid(), {0})\nsorted(os.sched_getaffinity(os.getppid()))",
+			"sorted(os.sched_getaffinity(0))", "[0]"},
+	}
 	for _, level := range isolatedLevels {
-		t.Run(string(level), func(t *testing.T) {
-			m, ws := levelManager(t, level, Limits{})
-			r := exec1(t, m, ws, "import os, resource\nresource.prlimit(os.getppid(), resource.RLIMIT_NOFILE, (20, 20))\nresource.prlimit(os.getppid(), resource.RLIMIT_NOFILE)", slack)
-			if !r.OK || toJSON(r.Result) != "[20,20]" {
-				t.Fatalf("prlimit on the fork server: %v %+v: the test proves nothing", r.Result, r.Error)
-			}
-			r = exec1(t, m, ws, "import resource; resource.getrlimit(resource.RLIMIT_NOFILE)", slack)
-			if !r.OK || toJSON(r.Result) == "[20,20]" {
-				t.Errorf("the next execution started with the limits the one before set on its fork server: %v %+v", r.Result, r.Error)
-			}
-		})
+		for _, tt := range tampers {
+			t.Run(string(level)+"/"+tt.name, func(t *testing.T) {
+				m, ws := levelManager(t, level, Limits{})
+				if tt.name == "affinity" && len(toJSON(exec1(t, m, ws, "import os; sorted(os.sched_getaffinity(0))", slack).Result)) <= len("[0]") {
+					t.Skip("one CPU: an affinity of {0} changes nothing")
+				}
+				r := exec1(t, m, ws, "import os, resource\n"+tt.set, slack)
+				if !r.OK || toJSON(r.Result) != tt.tampered {
+					t.Fatalf("%s on the fork server: %v %+v: the test proves nothing", tt.name, r.Result, r.Error)
+				}
+				r = exec1(t, m, ws, "import os, resource\n"+tt.get, slack)
+				if !r.OK || toJSON(r.Result) == tt.tampered {
+					t.Errorf("the next execution started with the %s the one before set on its fork server: %v %+v", tt.name, r.Result, r.Error)
+				}
+			})
+		}
 	}
 }
