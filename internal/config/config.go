@@ -85,7 +85,9 @@ type Sandbox struct {
 	// or "off" (plain directories, the quota watched).
 	WorkspaceImages string
 	MaxToolCalls    int // tool calls per execution, default 1000, min 1
-	Pool            int // warm sandboxes, default 4, 0..64
+	// Pool is how many warm sandboxes each workspace keeps, 0..64; by
+	// default 4, and at hardened one per CPU up to 4 (see HardenedPool).
+	Pool int
 	// AnswerBudget is the most characters of stdout, stderr and result
 	// together that one execution returns to the model: past it each
 	// keeps its head and tail with the cut marked, and the whole output
@@ -208,6 +210,15 @@ func Default() *Config {
 		Toolsets: append([]string(nil), DefaultToolsets...),
 	}
 }
+
+// HardenedPool is the default pool at hardened: one container per CPU, up
+// to the usual 4. After each execution a gVisor container forks and sets
+// up the next child, tens of milliseconds of CPU; with more containers than
+// CPUs doing that at once, sharing them, all became ready late together,
+// and a busy client waited for one 6 to 8 times as long as a bare
+// interpreter start at p99, against 4 to 4.6 times with one per CPU (2
+// CPUs, issue 16; BENCHMARKS.md).
+func HardenedPool(cpus int) int { return max(1, min(4, cpus)) }
 
 // Error is one problem in a config file. Parse and Validate return these
 // joined with errors.Join; use errors.As or the Unwrap() []error method to

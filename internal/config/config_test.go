@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -941,4 +942,31 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestHardenedPoolDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		want       int
+	}{
+		{"production keeps 4", `{"sandbox": {"isolation": "production"}}`, 4},
+		{"hardened: one per CPU, up to 4", `{"sandbox": {"isolation": "hardened"}}`, HardenedPool(runtime.NumCPU())},
+		{"hardened, the pool given", `{"sandbox": {"pool": 4, "isolation": "hardened"}}`, 4},
+		{"hardened, a pool of 0 given", `{"sandbox": {"isolation": "hardened", "pool": 0}}`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("codecell.json", []byte(tc.data), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Sandbox.Pool != tc.want {
+				t.Errorf("pool %d, want %d", c.Sandbox.Pool, tc.want)
+			}
+		})
+	}
+	for cpus, want := range map[int]int{1: 1, 2: 2, 3: 3, 4: 4, 64: 4} {
+		if got := HardenedPool(cpus); got != want {
+			t.Errorf("HardenedPool(%d) = %d, want %d", cpus, got, want)
+		}
+	}
 }
