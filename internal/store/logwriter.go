@@ -153,7 +153,17 @@ func (s *Store) insertTogether(ctx context.Context, conn *sql.Conn, batch []*log
 	defer tx.Rollback() // after Commit, a no-op
 	ins := tx.StmtContext(ctx, s.insertExecution)
 	for _, r := range batch {
-		if err := ins.QueryRowContext(ctx, r.args...).Scan(&r.id); err != nil {
+		if s.pg {
+			if err := ins.QueryRowContext(ctx, r.args...).Scan(&r.id); err != nil {
+				return err
+			}
+			continue
+		}
+		res, err := ins.ExecContext(ctx, r.args...)
+		if err != nil {
+			return err
+		}
+		if r.id, err = res.LastInsertId(); err != nil {
 			return err
 		}
 	}

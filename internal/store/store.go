@@ -142,7 +142,11 @@ func OpenWith(opts Options) (*Store, error) {
 
 // prepared prepares s's statements, closing s if that fails.
 func prepared(ctx context.Context, s *Store) (*Store, error) {
-	ins, err := s.w.PrepareContext(ctx, s.q(insertExecutionSQL))
+	insert := insertExecutionSQL
+	if s.pg {
+		insert += " RETURNING id"
+	}
+	ins, err := s.w.PrepareContext(ctx, s.q(insert))
 	if err != nil {
 		s.r.Close()
 		s.w.Close()
