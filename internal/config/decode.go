@@ -577,32 +577,31 @@ func (d *decoder) server(v *value, path string, s *Server) {
 
 // sandbox decodes the sandbox object.
 func (d *decoder) sandbox(v *value, path string, s *Sandbox) {
-	poolGiven := false
+	// A hardened pool's default depends on the machine (HardenedPool),
+	// unless the file gives one.
+	poolGiven, setPool := false, d.setInt(&s.Pool)
 	defer func() {
 		if !poolGiven && s.Isolation == "hardened" {
 			s.Pool = HardenedPool(runtime.NumCPU())
 		}
 	}()
 	d.object(v, path, map[string]field{
-		"isolation":        d.setStr(&s.Isolation),
-		"python":           d.setStr(&s.Python),
-		"timeout":          d.setDuration(&s.Timeout),
-		"maxTimeout":       d.setDuration(&s.MaxTimeout),
-		"memory":           d.setSize(&s.Memory),
-		"pids":             d.setInt(&s.Pids),
-		"cpuTime":          d.setDuration(&s.CPUTime),
-		"output":           d.setSize(&s.Output),
-		"fileSize":         d.setSize(&s.FileSize),
-		"openFiles":        d.setInt(&s.OpenFiles),
-		"tmpSize":          d.setSize(&s.TmpSize),
-		"workspaceQuota":   d.setSize(&s.WorkspaceQuota),
-		"workspaceEntries": d.setInt(&s.WorkspaceEntries),
-		"workspaceImages":  d.setStr(&s.WorkspaceImages),
-		"maxToolCalls":     d.setInt(&s.MaxToolCalls),
-		"pool": func(v *value, path string) {
-			poolGiven = true
-			d.setInt(&s.Pool)(v, path)
-		},
+		"isolation":            d.setStr(&s.Isolation),
+		"python":               d.setStr(&s.Python),
+		"timeout":              d.setDuration(&s.Timeout),
+		"maxTimeout":           d.setDuration(&s.MaxTimeout),
+		"memory":               d.setSize(&s.Memory),
+		"pids":                 d.setInt(&s.Pids),
+		"cpuTime":              d.setDuration(&s.CPUTime),
+		"output":               d.setSize(&s.Output),
+		"fileSize":             d.setSize(&s.FileSize),
+		"openFiles":            d.setInt(&s.OpenFiles),
+		"tmpSize":              d.setSize(&s.TmpSize),
+		"workspaceQuota":       d.setSize(&s.WorkspaceQuota),
+		"workspaceEntries":     d.setInt(&s.WorkspaceEntries),
+		"workspaceImages":      d.setStr(&s.WorkspaceImages),
+		"maxToolCalls":         d.setInt(&s.MaxToolCalls),
+		"pool":                 func(v *value, path string) { poolGiven = true; setPool(v, path) },
 		"answerBudget":         d.setInt(&s.AnswerBudget),
 		"wheelhouse":           d.setStr(&s.Wheelhouse),
 		"indexUrl":             d.setStr(&s.IndexURL),
