@@ -69,13 +69,13 @@ func TestLayering(t *testing.T) {
 	}
 }
 
-// isAllowedLeaf lists the leaf packages the sandbox builds on.
 // isSharedLeaf says whether path is a package of helpers that imports
 // nothing of codecell's (checked above), so any package may use it.
 func isSharedLeaf(path string) bool {
 	return path == "github.com/codecell/codecell/internal/mountinfo"
 }
 
+// isAllowedLeaf lists the leaf packages the sandbox builds on.
 func isAllowedLeaf(path string) bool {
 	switch path {
 	case "github.com/codecell/codecell/internal/channel", "github.com/codecell/codecell/internal/runner", "github.com/codecell/codecell/internal/egress":

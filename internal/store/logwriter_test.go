@@ -43,12 +43,9 @@ func TestLogGroupCommit(t *testing.T) {
 			}
 			// Wait until every row is with the writer: queued, or in the
 			// batch that waits for the lock.
-			for deadline := time.Now().Add(time.Minute); s.logQueued.Load()-before < int64(len(codes)); {
-				if time.Now().After(deadline) {
-					t.Fatalf("%d of %d rows reached the writer", s.logQueued.Load()-before, len(codes))
-				}
-				time.Sleep(time.Millisecond)
-			}
+			waitFor(t, fmt.Sprintf("%d rows to reach the writer", len(codes)), func() bool {
+				return s.logQueued.Load()-before >= int64(len(codes))
+			})
 			release()
 			wg.Wait()
 			return answers

@@ -38,11 +38,15 @@ func imageParent(t testing.TB) string {
 
 // unmountBelow detaches every mount beneath dir.
 func unmountBelow(dir string) {
-	data, _ := os.ReadFile("/proc/self/mountinfo")
-	for line := range strings.Lines(string(data)) {
-		f := strings.Fields(line)
-		if len(f) > 4 && strings.HasPrefix(mountinfo.Unescape(f[4]), dir+"/") {
-			unix.Unmount(mountinfo.Unescape(f[4]), unix.MNT_DETACH)
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	mounts, _ := mountinfo.Parse(f)
+	for _, m := range mounts {
+		if strings.HasPrefix(m.Point, dir+"/") {
+			unix.Unmount(m.Point, unix.MNT_DETACH)
 		}
 	}
 }
