@@ -16,10 +16,13 @@ import (
 )
 
 // The conformance suite drives the built binary with MCP clients other
-// people wrote: the official TypeScript SDK client (what Claude Desktop,
-// Claude Code and Cursor are built on), through testdata/npm/conformance.mjs,
-// and the MCP Inspector CLI's --strict schema portability check. A Go SDK
-// client would share the server's code, and so its mistakes.
+// people wrote: the official TypeScript SDK clients of both protocol
+// generations (@modelcontextprotocol/sdk 1.x, what Claude Desktop, Claude
+// Code and Cursor are built on, speaking 2025-11-25 with MCP sessions; and
+// @modelcontextprotocol/client 2.x pinned to the stateless 2026-07-28),
+// through testdata/npm/conformance.mjs, and the MCP Inspector CLI's
+// --strict schema portability check. A Go SDK client would share the
+// server's code, and so its mistakes.
 
 // conformanceRunTimeout bounds one client run. Each request has its own
 // limit in the script; this only stops a run that hangs.
@@ -29,6 +32,7 @@ const conformanceRunTimeout = 15 * time.Minute
 // of the entry point each is used by.
 var npmDeps = map[string]string{
 	"@modelcontextprotocol/sdk":               "package.json",
+	"@modelcontextprotocol/client":            "package.json",
 	"@modelcontextprotocol/inspector":         "package.json",
 	"@modelcontextprotocol/server-everything": "dist/index.js",
 }
@@ -182,12 +186,32 @@ func TestConformance(t *testing.T) {
 		}
 		t.Log(lastLines(string(out), 1))
 	}
-	t.Run("typescript-sdk/stdio", func(t *testing.T) {
-		cfgPath, dataDir := testDirs(t, cfg)
-		runScript(t, "--stdio", binary, "--", "serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn")
-	})
-	t.Run("typescript-sdk/http", func(t *testing.T) {
-		runScript(t, "--http", startHTTP(t, cfg, nil)+"/mcp")
+	for _, sdk := range []string{"v1", "v2"} {
+		t.Run("typescript-sdk-"+sdk+"/stdio", func(t *testing.T) {
+			cfgPath, dataDir := testDirs(t, cfg)
+			runScript(t, "--sdk", sdk, "--stdio", binary, "--", "serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn")
+		})
+	}
+	// Both generations on one running server, side by side: each in a
+	// namespace of its own (the script's files and sessions have fixed
+	// names).
+	t.Run("typescript-sdk-v1-and-v2/http", func(t *testing.T) {
+		var withTokens map[string]any
+		if err := json.Unmarshal([]byte(cfg), &withTokens); err != nil {
+			t.Fatal(err)
+		}
+		withTokens["http"] = map[string]any{"tokens": map[string]string{"conformance-token-v1": "gen2025", "conformance-token-v2": "gen2026"}}
+		raw, err := json.Marshal(withTokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := startHTTP(t, string(raw), nil) + "/mcp"
+		for _, sdk := range []string{"v1", "v2"} {
+			t.Run(sdk, func(t *testing.T) {
+				t.Parallel()
+				runScript(t, "--sdk", sdk, "--token", "conformance-token-"+sdk, "--http", url)
+			})
+		}
 	})
 
 	// The Inspector's package asks for Node 22.19; its CLI runs on 20

@@ -66,17 +66,9 @@ func Handler(opts Options) (http.Handler, error) {
 			return nil, fmt.Errorf("allowed origin %q: %w", o, err)
 		}
 	}
-	server := opts.Server
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{
-			Logger: opts.Logger,
-			// The SDK's own Host check is the one refuseRebinding makes
-			// for every route behind the token, /mcp included.
-			DisableLocalhostProtection: true,
-		})
 	// Everything but /healthz sits behind the token check.
 	private := http.NewServeMux()
-	private.Handle("/mcp", explainUnknownSession(mcpHandler, opts.Replica))
+	private.Handle("/mcp", mcpHandler(opts))
 	addOperational(private, opts, cop)
 	var guarded http.Handler = private
 	if len(opts.Tokens) > 0 {

@@ -67,6 +67,7 @@ func addTool[In, Out any](s *Server, toolset string, t *mcp.Tool, h mcp.ToolHand
 			panic(fmt.Sprintf("input schema of %s: %v", t.Name, err)) // a programming error, caught by every test
 		}
 		portable(schema, false)
+		mirrorHandles(schema)
 		t.InputSchema = schema
 	}
 	if t.OutputSchema == nil {
@@ -89,6 +90,25 @@ func addTool[In, Out any](s *Server, toolset string, t *mcp.Tool, h mcp.ToolHand
 		}
 	}
 	s.builtins = append(s.builtins, b)
+}
+
+// SessionHeader is the name a 2026-07-28 client mirrors a tool's session_id
+// into, as the header Mcp-Param-Session-Id (the revision's x-mcp-header): a
+// balancer routes on it, so that every call of an interpreter session
+// reaches the replica that holds the interpreter (deploy/haproxy.cfg). The
+// SDK refuses a request whose header and argument differ.
+const SessionHeader = "Session-Id"
+
+// mirrorHandles marks the handle arguments of an input schema for
+// mirroring into headers: session_id, the one handle whose state lives in
+// one process.
+func mirrorHandles(s *jsonschema.Schema) {
+	if p := s.Properties["session_id"]; p != nil {
+		if p.Extra == nil {
+			p.Extra = map[string]any{}
+		}
+		p.Extra["x-mcp-header"] = SessionHeader
+	}
 }
 
 // callFromCode runs a tool handler for code in the sandbox as the MCP

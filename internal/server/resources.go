@@ -82,7 +82,8 @@ func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesReques
 	if err != nil {
 		return nil, s.wsError(ctx, ns, "cursor", err)
 	}
-	res := &mcp.ListResourcesResult{Resources: make([]*mcp.Resource, 0, len(files))}
+	// (Answered here, not by the SDK, so the cache hints are set here.)
+	res := &mcp.ListResourcesResult{Resources: make([]*mcp.Resource, 0, len(files)), Cacheable: workspaceCache}
 	for _, f := range files {
 		size := f.Size
 		res.Resources = append(res.Resources, &mcp.Resource{

@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 // Conformance checks of a running codecell with the official TypeScript MCP
-// SDK client, the client Claude Desktop, Claude Code and Cursor are built on.
+// SDK clients of both protocol generations: @modelcontextprotocol/sdk 1.x
+// (protocol 2025-11-25, MCP sessions; the client Claude Desktop, Claude Code
+// and Cursor are built on) and @modelcontextprotocol/client 2.x pinned to
+// the stateless revision 2026-07-28.
 // codecell is written with the Go SDK, so a Go client would share its
 // mistakes; this one does not. The SDK validates the initialize result, the
 // tool list, each structuredContent against the tool's outputSchema and
@@ -12,6 +15,7 @@
 //
 //   node testdata/npm/conformance.mjs --stdio bin/codecell -- serve --config c.json --data-dir d
 //   node testdata/npm/conformance.mjs --http http://127.0.0.1:8080/mcp
+//   node testdata/npm/conformance.mjs --sdk v2 --http http://127.0.0.1:8080/mcp
 //
 // Flags:
 //   --stdio CMD -- ARGS...  spawn CMD ARGS... and speak MCP over its stdio
@@ -22,15 +26,19 @@
 //                           get_tool_definition must define (default
 //                           everything.echo); its server must connect
 //   --timeout SECONDS       per request (default 180)
+//   --token TOKEN           over HTTP, send Authorization: Bearer TOKEN (the
+//                           token's namespace: two runs side by side on one
+//                           server keep apart)
+//   --sdk v1|v2             the client: v1 (default) is @modelcontextprotocol/sdk
+//                           speaking 2025-11-25; v2 is @modelcontextprotocol/client
+//                           pinned to 2026-07-28, and adds the revision's checks
+//                           (handles across reconnects, x-mcp-header, ttlMs and
+//                           cacheScope, resultType, the version error)
 //
 // The server's config must list every toolset ("toolsets": ["all"]). Each
 // check prints PASS or FAIL with the reason; the script ends with a summary
 // and exits 1 when any check failed, 2 on bad usage.
 
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { isDeepStrictEqual } from "node:util";
 
 // The tools of SPEC §4 with every toolset listed. restore_pii is not here:
@@ -52,12 +60,12 @@ const WORKSPACE_TEMPLATE = "file:///workspace/{+path}"; // RFC 6570 reserved exp
 
 function usage(msg) {
   process.stderr.write(`conformance: ${msg}\n` +
-    "usage: conformance.mjs (--stdio CMD -- ARGS... | --http URL) [--install REQ] [--upstream NAME] [--timeout SECONDS]\n");
+    "usage: conformance.mjs (--stdio CMD -- ARGS... | --http URL) [--sdk v1|v2] [--install REQ] [--upstream NAME] [--timeout SECONDS]\n");
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const o = { upstream: "everything.echo", timeoutMs: 180_000, args: [] };
+  const o = { upstream: "everything.echo", timeoutMs: 180_000, sdk: "v1", args: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => (i + 1 < argv.length ? argv[++i] : usage(`${a} needs a value`));
@@ -67,17 +75,52 @@ function parseArgs(argv) {
       case "--install": o.install = next(); break;
       case "--upstream": o.upstream = next(); break;
       case "--timeout": o.timeoutMs = Number(next()) * 1000; break;
+      case "--sdk": o.sdk = next(); break;
+      case "--token": o.token = next(); break;
       case "--": o.args = argv.slice(i + 1); i = argv.length; break;
       default: usage(`unknown argument ${JSON.stringify(a)}`);
     }
   }
   if (!o.command === !o.url) usage("give exactly one of --stdio and --http");
   if (!(o.timeoutMs > 0)) usage("--timeout must be a positive number");
+  if (o.sdk !== "v1" && o.sdk !== "v2") usage(`--sdk is v1 or v2, not ${JSON.stringify(o.sdk)}`);
   return o;
 }
 
 const opts = parseArgs(process.argv.slice(2));
-const transportName = opts.url ? "http" : "stdio";
+const transportName = `${opts.sdk}/${opts.url ? "http" : "stdio"}`;
+
+// The revision the v2 client is pinned to.
+const MODERN = "2026-07-28";
+
+// sdk is what differs between the two clients: where they come from, how a
+// client is made, and the shape of a few calls.
+const sdk = opts.sdk === "v1" ? await sdkV1() : await sdkV2();
+
+async function sdkV1() {
+  const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+  const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+  const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
+  const { ResultSchema } = await import("@modelcontextprotocol/sdk/types.js");
+  return {
+    StdioClientTransport, StreamableHTTPClientTransport,
+    newClient: () => new Client({ name: "codecell-conformance", version: "1.0.0" }),
+    callTool: (c, params, options) => c.callTool(params, undefined, options),
+    rawRequest: (c, req, options) => c.request(req, ResultSchema, options),
+  };
+}
+
+async function sdkV2() {
+  const { Client, StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
+  const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
+  return {
+    StdioClientTransport, StreamableHTTPClientTransport,
+    newClient: () => new Client({ name: "codecell-conformance", version: "2.0.0" },
+      { versionNegotiation: { mode: { pin: MODERN } } }),
+    callTool: (c, params, options) => c.callTool(params, options),
+    rawRequest: (c, req, options) => c.request(req, options),
+  };
+}
 
 // Checks and their outcomes.
 const results = [];
@@ -145,7 +188,7 @@ function textOf(res) {
   return (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
 }
 
-const client = new Client({ name: "codecell-conformance", version: "1.0.0" });
+const client = sdk.newClient();
 const requestOptions = { timeout: opts.timeoutMs, resetTimeoutOnProgress: true };
 
 // Tools the script called, and the resource links their results carried.
@@ -159,7 +202,7 @@ const links = [];
 // result, and throws for the check that wraps it.
 async function call(name, args, { expectError = false } = {}) {
   called.add(name);
-  const res = await client.callTool({ name, arguments: args }, undefined, requestOptions);
+  const res = await sdk.callTool(client, { name, arguments: args }, requestOptions);
   for (const c of res.content ?? []) {
     if (c.type === "resource_link") links.push({ tool: name, link: c });
   }
@@ -179,15 +222,15 @@ function sc(res) {
   return res.structuredContent;
 }
 
-async function connect() {
+async function connect(c = client) {
   let transport;
   if (opts.url) {
-    transport = new StreamableHTTPClientTransport(new URL(opts.url));
+    transport = new sdk.StreamableHTTPClientTransport(new URL(opts.url), { requestInit: { headers: authHeader() } });
   } else {
     // The server's log goes to our stderr, next to the failures it explains.
-    transport = new StdioClientTransport({ command: opts.command, args: opts.args, stderr: "inherit" });
+    transport = new sdk.StdioClientTransport({ command: opts.command, args: opts.args, stderr: "inherit" });
   }
-  await client.connect(transport, requestOptions);
+  await c.connect(transport, requestOptions);
   return transport;
 }
 
@@ -212,6 +255,12 @@ async function main() {
     return t;
   });
   if (!transport) return;
+  if (opts.sdk === "v2") {
+    await check(`the client speaks ${MODERN}`, () => {
+      const v = client.getNegotiatedProtocolVersion();
+      assert(v === MODERN, `negotiated ${short(v)}`);
+    });
+  }
 
   const caps = client.getServerCapabilities() ?? {};
   await check("server declares the tools capability", () => assert(caps.tools, `capabilities ${short(caps)}`));
@@ -236,7 +285,7 @@ async function main() {
     // output validation still uses the SDK's own validators, compiled from
     // the unvalidated list.
     tools = await check("tools/list as sent (unvalidated, to run the remaining checks)", async () => {
-      const raw = await client.request({ method: "tools/list", params: {} }, ResultSchema, requestOptions);
+      const raw = await sdk.rawRequest(client, { method: "tools/list", params: {} }, requestOptions);
       assert(Array.isArray(raw.tools), `no tools array in ${short(raw)}`);
       client.cacheToolMetadata(raw.tools);
       return raw.tools;
@@ -248,10 +297,14 @@ async function main() {
   // cacheToolMetadata and getToolOutputValidator are private in the SDK's
   // types but plain methods at run time; the SDK is pinned, so a change to
   // them shows here first.
-  await check("the SDK validates the structured results of every tool", () => {
-    const unchecked = tools.filter((t) => !client.getToolOutputValidator(t.name)).map((t) => t.name);
-    assert(unchecked.length === 0, `no output validator for ${unchecked.join(", ")}`);
-  });
+  // (The v2 client compiles its validators from its cached tools/list when
+  // it calls a tool; its callTool rejects a result that does not match.)
+  if (opts.sdk === "v1") {
+    await check("the SDK validates the structured results of every tool", () => {
+      const unchecked = tools.filter((t) => !client.getToolOutputValidator(t.name)).map((t) => t.name);
+      assert(unchecked.length === 0, `no output validator for ${unchecked.join(", ")}`);
+    });
+  }
 
   await check("every tool of SPEC §4 is listed", () => {
     const missing = SPEC_TOOLS.filter((n) => !listed.has(n));
@@ -289,13 +342,14 @@ async function main() {
   });
 
   await resourceLinks();
+  if (opts.sdk === "v2") await modern(listed);
 
   await check("every listed tool was called", () => {
     const missed = [...listed.keys()].filter((n) => !called.has(n));
     assert(missed.length === 0, `not exercised by this script: ${missed.join(", ")} (add a call for each)`);
   });
 
-  if (opts.url) {
+  if (opts.url && opts.sdk === "v1") {
     await check("HTTP session ends cleanly", () => transport.terminateSession());
   }
   await check("close", () => client.close());
@@ -598,6 +652,129 @@ async function resourceLinks() {
       assert(link.size === undefined || link.size === size, `link says ${link.size} bytes, read ${size}`);
     });
   }
+}
+
+// modern checks what the revision 2026-07-28 asks beyond the tools' own
+// behaviour: state behind handles (session_id), not connections; the
+// handle mirrored into a header a balancer can route on; cacheable,
+// deterministic lists; progress on the request's own stream; and, over
+// HTTP, the wire itself (resultType, no Mcp-Session-Id, the version error,
+// a header that disagrees with the body).
+async function modern(listed) {
+  await check("tools/list is cacheable (ttlMs, cacheScope) and in the same order every time", async () => {
+    const a = await client.listTools(undefined, { ...requestOptions, cacheMode: "bypass" });
+    const b = await client.listTools(undefined, { ...requestOptions, cacheMode: "bypass" });
+    assert(typeof a.ttlMs === "number" && a.ttlMs > 0, `ttlMs ${short(a.ttlMs)}`);
+    assert(a.cacheScope === "public" || a.cacheScope === "private", `cacheScope ${short(a.cacheScope)}`);
+    const names = (r) => r.tools.map((t) => t.name);
+    assert(isDeepStrictEqual(names(a), names(b)), `two lists differ: ${short(names(a))} and ${short(names(b))}`);
+    assert(isDeepStrictEqual(names(a), [...names(a)].sort()), `not sorted: ${short(names(a))}`);
+  });
+  await check("resources/list is private to the caller and in the same order every time", async () => {
+    const a = await client.listResources(undefined, { ...requestOptions, cacheMode: "bypass" });
+    const b = await client.listResources(undefined, { ...requestOptions, cacheMode: "bypass" });
+    assert(a.cacheScope === "private", `cacheScope ${short(a.cacheScope)}`);
+    assert(isDeepStrictEqual(a.resources.map((r) => r.uri), b.resources.map((r) => r.uri)), "two lists differ");
+  });
+  await check("session_id is mirrored into Mcp-Param-Session-Id (x-mcp-header) for balancers", () => {
+    for (const name of ["execute_code", "execute_code_file", "close_session"]) {
+      const p = listed.get(name)?.inputSchema?.properties?.session_id;
+      assert(p?.["x-mcp-header"] === "Session-Id", `${name}.session_id is ${short(p)}`);
+    }
+  });
+  await check("progress comes on the request's own stream", async () => {
+    const seen = [];
+    const code = "import time\nfor i in range(4):\n    print('step', i, flush=True)\n    time.sleep(0.4)";
+    called.add("execute_code");
+    const res = await sdk.callTool(client, { name: "execute_code", arguments: { code } },
+      { ...requestOptions, onprogress: (p) => seen.push(p) });
+    assert(!res.isError && res.structuredContent.stdout.includes("step 3"), `result ${short(res)}`);
+    assert(seen.length >= 1, "no progress notification");
+    assert(seen.some((p) => (p.message ?? "").includes("step")), `no output in ${short(seen)}`);
+  });
+  if (!opts.url) return;
+
+  await check("an interpreter session lives on across reconnects (a new client per call)", async () => {
+    const id = "conformance-reconnect";
+    const counter = "try:\n    n += 1\nexcept NameError:\n    n = 1\nn";
+    for (let k = 1; k <= 3; k++) {
+      const c = sdk.newClient();
+      await connect(c);
+      try {
+        // As a host does, to show the tools to its model: the listed schema
+        // is what tells the client to mirror session_id into a header.
+        await c.listTools(undefined, requestOptions);
+        const res = await sdk.callTool(c, { name: "execute_code", arguments: { code: counter, session_id: id } }, requestOptions);
+        const s = res.structuredContent;
+        assert(s.result === k && s.session_started === (k === 1 ? true : undefined),
+          `call ${k} on a new connection: result ${short(s.result)}, session_started ${short(s.session_started)}`);
+      } finally {
+        await c.close();
+      }
+    }
+    sc(await call("close_session", { session_id: id }));
+  });
+
+  const meta = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientInfo": { name: "codecell-conformance-raw", version: "1" },
+    "io.modelcontextprotocol/clientCapabilities": {},
+  };
+  await check("over the wire: a result says resultType, and no Mcp-Session-Id is handed out", async () => {
+    const { status, headers, messages } = await post({ jsonrpc: "2.0", id: 1, method: "tools/list", params: { _meta: meta } },
+      { "Mcp-Protocol-Version": MODERN, "Mcp-Method": "tools/list" });
+    assert(status === 200, `status ${status}: ${short(messages)}`);
+    const r = messages.find((m) => m.id === 1)?.result;
+    assert(r?.resultType === "complete", `resultType ${short(r?.resultType)}`);
+    assert(typeof r.ttlMs === "number" && typeof r.cacheScope === "string", `ttlMs ${short(r.ttlMs)} cacheScope ${short(r.cacheScope)}`);
+    assert(!headers.get("mcp-session-id"), `Mcp-Session-Id ${headers.get("mcp-session-id")}`);
+  });
+  await check("over the wire: an unknown revision gets UnsupportedProtocolVersion with the versions spoken", async () => {
+    const v = "2099-01-01";
+    const { messages } = await post({ jsonrpc: "2.0", id: 2, method: "tools/list",
+      params: { _meta: { ...meta, "io.modelcontextprotocol/protocolVersion": v } } },
+    { "Mcp-Protocol-Version": v, "Mcp-Method": "tools/list" });
+    const e = messages.find((m) => m.id === 2)?.error;
+    assert(e?.code === -32022, `error ${short(e)} in ${short(messages)}`);
+    const supported = e.data?.supported ?? [];
+    assert(supported.includes(MODERN) && supported.includes("2025-11-25"), `supported ${short(supported)}`);
+  });
+  await check("over the wire: Mcp-Param-Session-Id that disagrees with the body is refused", async () => {
+    const body = { jsonrpc: "2.0", id: 3, method: "tools/call",
+      params: { name: "list_sessions", arguments: {}, _meta: meta } };
+    body.params.name = "close_session";
+    body.params.arguments = { session_id: "one" };
+    const { status, messages } = await post(body, { "Mcp-Protocol-Version": MODERN, "Mcp-Method": "tools/call",
+      "Mcp-Name": "close_session", "Mcp-Param-Session-Id": "another" });
+    const e = messages.find((m) => m.id === 3)?.error;
+    assert(status === 400 && e, `status ${status}, ${short(messages)}`);
+  });
+}
+
+// authHeader is the Authorization header of --token, if any.
+function authHeader() {
+  return opts.token ? { Authorization: `Bearer ${opts.token}` } : {};
+}
+
+// post sends one JSON-RPC message to the HTTP endpoint as a 2026 client
+// would, and returns the status, the headers and the messages of the answer
+// (JSON or an event stream).
+async function post(body, headers) {
+  const res = await fetch(opts.url, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", ...authHeader(), ...headers },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  let messages = [];
+  if ((res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+    messages = text.split("\n").filter((l) => l.startsWith("data:")).map((l) => JSON.parse(l.slice(5)));
+  } else if (text.trim().startsWith("{")) {
+    messages = [JSON.parse(text)];
+  } else {
+    messages = [{ text }];
+  }
+  return { status: res.status, headers: res.headers, messages };
 }
 
 try {
