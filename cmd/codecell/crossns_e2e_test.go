@@ -34,7 +34,9 @@ func TestNamespacesCrossAccess(t *testing.T) {
 	})
 	base := startHTTP(t, string(cfg), nil)
 	ctx := context.Background()
-	a, b := connectWithToken(t, base, tokenA), connectWithToken(t, base, tokenB)
+	// a speaks 2025, whose MCP session b then tries to use; b speaks
+	// 2026-07-28, which has none.
+	a, b := connectWithToken(t, base, tokenA, legacyProtocol), connectWithToken(t, base, tokenB)
 	waitUpstream(ctx, a)
 
 	// secret is in everything a makes; email is in a's vault only.

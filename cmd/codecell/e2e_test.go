@@ -231,6 +231,11 @@ func TestNonLoopbackWithTokens(t *testing.T) {
 	}
 }
 
+// legacyProtocol pins a Go SDK client to 2025-11-25, the last revision
+// with MCP sessions (Mcp-Session-Id); without it the client speaks
+// 2026-07-28, statelessly.
+var legacyProtocol = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
 func connectHTTP(t testing.TB, cfg string) *mcp.ClientSession {
 	t.Helper()
 	base := startHTTP(t, cfg, nil)
@@ -240,7 +245,20 @@ func connectHTTP(t testing.TB, cfg string) *mcp.ClientSession {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
+	listTools(t, cs)
 	return cs
+}
+
+// listTools lists the tools, as a host does before its model calls one. A
+// 2026-07-28 client learns from the list which arguments it must mirror
+// into headers (session_id, as Mcp-Param-Session-Id); without them the
+// server refuses a call with a session_id (HeaderMismatch), as the revision
+// asks.
+func listTools(t testing.TB, cs *mcp.ClientSession) {
+	t.Helper()
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // callToolInto calls a tool, failing on a protocol error, decodes its

@@ -12,16 +12,23 @@ import (
 	"github.com/codecell/codecell/internal/httpapi/httpapitest"
 )
 
-func connectWithToken(t *testing.T, base, token string) *mcp.ClientSession {
+// connectWithToken connects with a bearer token, in the protocol
+// generation the options pin (nil: the newest both sides speak).
+func connectWithToken(t *testing.T, base, token string, opts ...*mcp.ClientSessionOptions) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	var o *mcp.ClientSessionOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
 		Endpoint:   base + "/mcp",
 		HTTPClient: httpapitest.BearerClient(token),
-	}, nil)
+	}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	listTools(t, cs)
 	t.Cleanup(func() { cs.Close() })
 	return cs
 }

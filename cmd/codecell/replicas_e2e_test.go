@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -90,6 +91,13 @@ func freeAddr(t testing.TB) string {
 // bubblewrap is missing (make test installs them all).
 func startCluster(t testing.TB, n int, sandboxCfg string) *cluster {
 	t.Helper()
+	return startClusterConfig(t, n, map[string]any{"sandbox": json.RawMessage(sandboxCfg), "toolsets": []string{"all"}})
+}
+
+// startClusterConfig is startCluster with the replicas' config (the store's
+// URL is added to it).
+func startClusterConfig(t testing.TB, n int, config map[string]any) *cluster {
+	t.Helper()
 	requireProduction(t)
 	hap := haproxyPath()
 	if hap == "" {
@@ -110,7 +118,13 @@ func startCluster(t testing.TB, n int, sandboxCfg string) *cluster {
 		t.Fatal(err)
 	}
 	c := &cluster{pgURL: url}
-	cfgPath, dataDir := testDirs(t, fmt.Sprintf(`{"sandbox": %s, "store": {"url": %q}, "toolsets": ["all"]}`, sandboxCfg, url))
+	config = maps.Clone(config)
+	config["store"] = map[string]any{"url": url}
+	raw, err := json.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath, dataDir := testDirs(t, string(raw))
 
 	c.replicas = make([]*replica, n)
 	errs := make([]error, n)
@@ -278,13 +292,14 @@ func (r *replicaRecorder) replicas() []string {
 	return out
 }
 
-// connectLB opens an MCP session through the balancer.
+// connectLB opens an MCP session through the balancer, as a 2025 client
+// (TestReplicasModern has the 2026 ones).
 func connectLB(ctx context.Context, lb string) (*lbClient, error) {
 	rt := &replicaRecorder{base: http.DefaultTransport.(*http.Transport).Clone(), seen: map[string]int{}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "replicas-e2e", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint: lb + "/mcp", HTTPClient: &http.Client{Transport: rt}, MaxRetries: -1,
-	}, nil)
+	}, legacyProtocol)
 	if err != nil {
 		return nil, err
 	}

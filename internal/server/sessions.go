@@ -174,9 +174,39 @@ type SessionInfo struct {
 	ExpiresAt  time.Time `json:"expires_at" jsonschema:"When the session is closed if it stays unused."`
 	Executions int       `json:"executions"`
 	Running    bool      `json:"running" jsonschema:"An execution is running in it now."`
+	// Replica is set for a session another replica holds: its record, as
+	// that replica wrote it when the session started (last use, expiry and
+	// counts are that replica's to know), or as a replica that died left it.
+	Replica string `json:"replica,omitempty" jsonschema:"Set when another replica holds the session: calls with its session_id reach it there (through the balancer); its last use and counts are known there."`
 }
 
-func (r *sessions) list(ns string) []SessionInfo {
+// list returns the sessions of ns: the live ones of this process, and,
+// with replicas sharing a database, those the other replicas recorded. A
+// 2026-07-28 client's calls without a session_id reach any replica, so its
+// list must not depend on which one answers.
+func (r *sessions) list(ctx context.Context, ns string) []SessionInfo {
+	out := r.local(ns)
+	if r.store == nil {
+		return out
+	}
+	recs, err := r.store.ListSessions(ctx, ns)
+	if err != nil {
+		r.log.Warn("read session records", "namespace", ns, "error", err)
+		return out
+	}
+	for _, rec := range recs {
+		if rec.Replica == r.store.Replica() {
+			continue // this replica's own: listed live above, or ended
+		}
+		out = append(out, SessionInfo{SessionID: rec.ID, CreatedAt: rec.CreatedAt.UTC(), LastUsedAt: rec.LastUsedAt.UTC(),
+			ExpiresAt: rec.LastUsedAt.Add(r.idle).UTC(), Replica: rec.Replica})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].LastUsedAt.After(out[j].LastUsedAt) })
+	return out
+}
+
+// local returns the live sessions of ns in this process.
+func (r *sessions) local(ns string) []SessionInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := []SessionInfo{}
@@ -187,7 +217,6 @@ func (r *sessions) list(ns string) []SessionInfo {
 		out = append(out, SessionInfo{SessionID: ls.id, CreatedAt: ls.created.UTC(), LastUsedAt: ls.lastUsed.UTC(),
 			ExpiresAt: ls.lastUsed.Add(r.idle).UTC(), Executions: ls.executions, Running: ls.running > 0})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].LastUsedAt.After(out[j].LastUsedAt) })
 	return out
 }
 
@@ -310,9 +339,13 @@ func (s *Server) addSessionTools() {
 		Title:       "List live sessions",
 		Description: "The live interpreter sessions of execute_code (session_id) in this namespace.",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ListSessionsOutput, error) {
-		list := s.sessions.list(namespaceOf(req))
+		list := s.sessions.list(ctx, namespaceOf(req))
 		var b strings.Builder
 		for _, si := range list {
+			if si.Replica != "" {
+				fmt.Fprintf(&b, "%s: on replica %s, started %s\n", si.SessionID, si.Replica, si.CreatedAt.Format(time.RFC3339))
+				continue
+			}
 			fmt.Fprintf(&b, "%s: %d executions, last used %s\n", si.SessionID, si.Executions, si.LastUsedAt.Format(time.RFC3339))
 		}
 		if len(list) == 0 {

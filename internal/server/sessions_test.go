@@ -75,7 +75,7 @@ func TestSessionsConcurrentStartAndRecords(t *testing.T) {
 			t.Fatalf("one new id started several interpreters: %v", pids)
 		}
 	}
-	if list := s.sessions.list(DefaultNamespace); len(list) != 1 || list[0].Executions != 4 {
+	if list := s.sessions.list(context.Background(), DefaultNamespace); len(list) != 1 || list[0].Executions != 4 {
 		t.Fatalf("sessions: %+v", list)
 	}
 	recs, err := st.ListSessions(ctx, DefaultNamespace)
