@@ -243,7 +243,10 @@ func runscArgs(root string, sub ...string) []string {
 // gVisor's syscall table lacks (process_madvise, pidfd_getfd, mount_setattr,
 // quotactl_fd there) is skipped with a warning; gVisor answers such a call
 // with ENOSYS, so it is refused all the same, and the entries stay so that a
-// later gVisor implementing the call still has it refused.
+// later gVisor implementing the call still has it refused. The numbers the
+// production filter refuses for want of a name in its table (calls newer than
+// it) cannot be named in a profile; gVisor answers those it does not
+// implement with ENOSYS too.
 var gvisorSeccomp = sync.OnceValues(func() (*seccomp.Profile, error) {
 	p, err := seccomp.OCIProfile()
 	if err != nil {

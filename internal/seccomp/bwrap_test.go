@@ -87,6 +87,10 @@ var probes = []probe{
 	{name: "umount2", py: `sc("umount2", 0, 0x80000000)`, want: "EPERM"},
 	{name: "pivot_root", py: `sc("pivot_root", 0, 0)`, want: "EPERM", samePlain: true},
 	{name: "open_tree", py: `sc("open_tree", -1, 0, 0xffffffff)`, want: "EPERM"},
+	// Newer than the rules first written for the family (Linux 6.8, 6.15).
+	{name: "open_tree_attr", py: `sc("open_tree_attr", -1, 0, 0, 0, 0)`, want: "EPERM", needs: "have open_tree_attr", reached: "EFAULT"},
+	{name: "statmount", py: `sc("statmount", 0, 0, 0, 0)`, want: "EPERM", needs: "have statmount", reached: "EFAULT"},
+	{name: "listmount", py: `sc("listmount", 0, 0, 0, 0)`, want: "EPERM", needs: "have listmount", reached: "EFAULT"},
 	{name: "move_mount", py: `sc("move_mount", -1, 0, -1, 0, 0xffffffff)`, want: "EPERM", samePlain: true},
 	{name: "fsopen", py: `sc("fsopen", 0, 0xffffffff)`, want: "EPERM", samePlain: true},
 	{name: "chroot", py: `sc("chroot", 0)`, want: "EPERM"},
@@ -130,6 +134,9 @@ var probes = []probe{
 	{name: "clone_newpid", py: `sc("clone", 0x20000000 | 0x10000, 0, 0, 0, 0)`, want: "EPERM"},
 	{name: "clone_newnet", py: `sc("clone", 0x40000000 | 0x10000, 0, 0, 0, 0)`, want: "EPERM"},
 	{name: "clone3", py: `sc("clone3", 0, 0)`, want: "ENOSYS", needs: "have clone3", reached: "EINVAL"},
+	// Calls the filter has no name for, newer than its table (file_getattr,
+	// Linux 6.17), fail as on a kernel without them.
+	{name: "unnamed", py: `unnamed()`, want: "ENOSYS", needs: "have a call the filter's table does not name", reached: "ok"},
 	// Foreign ABIs.
 	{name: "i386_int80", py: `int80()`, want: "SIGSYS", needs: "run 32-bit system calls via int 0x80", reached: "ok"},
 	{name: "x32", py: `x32()`, want: "ENOSYS", samePlain: true}, // x32 is usually compiled out

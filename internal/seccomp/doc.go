@@ -7,8 +7,11 @@
 // call except those listed by [Rules], which fail with EPERM (ENOSYS for
 // clone3), so that Python raises a clean PermissionError instead of dying.
 // A call made through a foreign system call ABI (i386 via int 0x80 on amd64,
-// AArch32 on arm64) kills the process, and x32 calls on amd64 fail with ENOSYS,
-// because the rules are written for the native ABI's numbers only.
+// AArch32 on arm64) kills the process, because the rules are written for the
+// native ABI's numbers only. For the same reason a call number the native
+// syscall table (go-seccomp-bpf's) does not name fails with ENOSYS, as on a
+// kernel without the call: calls added to Linux after the table, which the
+// rules were never checked against, and x32 calls on amd64.
 //
 // Arguments are compared on their low 32 bits only, because that is all the
 // kernel reads of the arguments the filter inspects (int, unsigned int, and
@@ -30,5 +33,7 @@
 //     network and other processes are confined by bubblewrap's namespaces,
 //     mounts and dropped capabilities, not by this filter;
 //   - anything done before the filter is installed, or by processes outside
-//     the sandbox.
+//     the sandbox;
+//   - the calls the kernel makes without consulting seccomp: uretprobe and
+//     uprobe on x86-64, which work only from a uprobe trampoline.
 package seccomp

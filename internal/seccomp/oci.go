@@ -57,7 +57,11 @@ var ociArch = map[string]string{
 //
 // Only the native ABI is listed, so a runtime that compiles the profile with
 // libseccomp kills a call through another ABI, as Program does; x32 calls
-// are left to the runtime. Every condition compares the low 32 bits only,
+// are left to the runtime. A profile names calls, not numbers, so it cannot
+// refuse the numbers Program refuses for want of a name (calls newer than
+// go-seccomp-bpf's table): the runtime's own table decides those. gVisor's
+// sentry answers every number it does not implement with ENOSYS, and runs
+// those it does in itself rather than in the host's kernel. Every condition compares the low 32 bits only,
 // with a mask that clears the high ones, for the reason the package doc
 // gives; an equality test (SCMP_CMP_EQ) would compare all 64.
 //

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -36,8 +38,6 @@ const (
 	retKillProcess = 0x80000000 // SECCOMP_RET_KILL_PROCESS
 	retErrno       = 0x00050000 // SECCOMP_RET_ERRNO; the errno is the low 16 bits
 	retAllow       = 0x7fff0000 // SECCOMP_RET_ALLOW
-
-	x32SyscallBit = 0x40000000 // __X32_SYSCALL_BIT
 
 	// Offsets in struct seccomp_data.
 	offNr   = 0
@@ -105,8 +105,8 @@ var always = [][]string{
 	// Kernel keyrings are not namespaced.
 	{"keyctl", "add_key", "request_key"},
 	// Mounts, namespaces and the root directory.
-	{"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig",
-		"fspick", "mount_setattr", "unshare", "setns", "chroot"},
+	{"mount", "umount2", "pivot_root", "move_mount", "open_tree", "open_tree_attr", "fsopen", "fsmount",
+		"fsconfig", "fspick", "mount_setattr", "statmount", "listmount", "unshare", "setns", "chroot"},
 	// File handles open files by inode, bypassing path permission checks.
 	{"name_to_handle_at", "open_by_handle_at"},
 	// The machine as a whole: kernel code, clocks, swap, logs, devices.
@@ -188,9 +188,11 @@ func rules() []rule {
 // documentation. The slice is the caller's to keep.
 //
 // clone3 fails with ENOSYS, not EPERM, so that libc falls back to clone,
-// whose flags the filter can read. Beyond these rules, a call through a foreign ABI kills the process and an
-// x32 call on amd64 fails with ENOSYS. A name may have no system call on some
-// architectures (iopl exists only on x86); there it cannot be called anyway.
+// whose flags the filter can read. Beyond these rules, a call through a
+// foreign ABI kills the process, and a call number the architecture's syscall
+// table does not name (one newer than the filter, an x32 call on amd64) fails
+// with ENOSYS. A name may have no system call on some architectures (iopl
+// exists only on x86); there it cannot be called anyway.
 func Rules() []Rule {
 	rs := rules()
 	out := make([]Rule, len(rs))
@@ -203,13 +205,33 @@ func Rules() []Rule {
 // platform is an architecture the filter is written for. All are
 // little-endian, which fixes where an argument's low 32 bits are.
 type platform struct {
+	// info's syscall table is every call the rules were written against;
+	// TestKnownCalls pins it, so that a newer go-seccomp-bpf that names more
+	// calls (and so lets them through) is a reviewed change.
 	info *arch.Info
-	x32  bool // the kernel also takes x32 calls under the same audit arch
 }
 
 var platforms = map[string]platform{
-	"amd64": {info: arch.X86_64, x32: true},
+	"amd64": {info: arch.X86_64},
 	"arm64": {info: arch.AARCH64},
+}
+
+// nrRange is the call numbers from lo to hi, both included.
+type nrRange struct{ lo, hi uint32 }
+
+// known returns the runs of consecutive call numbers that p's syscall table
+// names, in increasing order.
+func (p platform) known() []nrRange {
+	nrs := slices.Sorted(maps.Keys(p.info.SyscallNumbers))
+	var runs []nrRange
+	for _, n := range nrs {
+		if len(runs) > 0 && runs[len(runs)-1].hi+1 == uint32(n) {
+			runs[len(runs)-1].hi++
+			continue
+		}
+		runs = append(runs, nrRange{uint32(n), uint32(n)})
+	}
+	return runs
 }
 
 var program = sync.OnceValues(func() ([]byte, error) {
@@ -264,15 +286,7 @@ func assembleFilter(p platform) ([]bpf.RawInstruction, error) {
 	a.ret(retKillProcess)
 	a.place(native)
 	a.load32(offNr)
-	if p.x32 {
-		// x32 calls share the x86-64 audit arch and differ by this bit. ENOSYS,
-		// not a kill, because -1 (0xffffffff) also has the bit and should
-		// fail as the kernel fails it.
-		notX32 := a.newLabel()
-		a.jumpIf(bpf.JumpGreaterOrEqual, x32SyscallBit, 0, notX32)
-		a.ret(retErrno | uint32(enosys))
-		a.place(notX32)
-	}
+	unnamedCalls(&a, p.known())
 
 	// Conditional rules come first and end in their own returns, so that
 	// the unconditional rules' jumps to the shared returns stay short.
@@ -308,6 +322,30 @@ func assembleFilter(p platform) ([]bpf.RawInstruction, error) {
 		}
 	}
 	return a.assemble()
+}
+
+// unnamedCalls emits the refusal of every call number outside known, entered
+// with the number in A; it falls through for the others.
+//
+// The rules are a deny list, so a call added to the kernel after they were
+// written would reach it unexamined: open_tree_attr (Linux 6.15) did, next to
+// a rule refusing open_tree. Only the calls the rules were written against
+// are let through to them; any other number fails as on a kernel without the
+// call, with ENOSYS, on which libc falls back to an older call. That covers
+// numbers past the table's last, gaps in it, x32 calls on amd64 (numbered
+// from bit 30) and -1.
+func unnamedCalls(a *assembler, known []nrRange) {
+	named, unnamed := a.newLabel(), a.newLabel()
+	for _, r := range known {
+		// In increasing order, so below r.lo is between two runs.
+		if r.lo > 0 {
+			a.jumpIf(bpf.JumpGreaterOrEqual, r.lo, 0, unnamed)
+		}
+		a.jumpIf(bpf.JumpGreaterThan, r.hi, 0, named)
+	}
+	a.place(unnamed)
+	a.ret(retErrno | uint32(enosys))
+	a.place(named)
 }
 
 // conditionalBlock emits r's tests, entered with the call number in A. It

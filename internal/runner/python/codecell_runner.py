@@ -962,8 +962,9 @@ def zygote(ctl_fd, isolated, scratch):
         clean = kill_others(isolated)
         for d in scratch:
             clean = wipe(d) and clean
-        # A zygote whose limits the code lowered (prlimit on pid 1) would
-        # hand them to the next execution: not clean.
+        # A zygote whose limits or scheduling the code changed (prlimit,
+        # sched_setscheduler, ioprio_set on pid 1) would hand them to the
+        # next execution: not clean.
         clean = clean and inherited() == baseline
         # Formatted, not json.dumps of a dict: fewer objects (see above).
         if os.WIFSIGNALED(status):
@@ -983,12 +984,18 @@ SYNC = b"\x00codecell-sync "
 
 _RLIMITS = [getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_")]
 
+# ioprio_get(2), which Python does not wrap, by machine; None elsewhere.
+_NR_IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(os.uname().machine)
+IOPRIO_WHO_PROCESS = 1
+
 
 def inherited():
     """What a forked child inherits from this process that another process
     of the same user may change from outside (prlimit, setpriority,
-    sched_setaffinity): the code cannot touch the fork server's memory, but
-    these it can, and the next execution would start with them.
+    sched_setaffinity, sched_setscheduler, ioprio_set): the code cannot
+    touch the fork server's memory, but these it can, and the next execution
+    would start with them (SCHED_IDLE, or the idle I/O class, would starve
+    every later execution).
 
     The limits are read as /proc's one table where it can be read: one
     object where sixteen getrlimit calls made sixteen tuples and their
@@ -1006,8 +1013,17 @@ def inherited():
     try:
         state.append(os.getpriority(os.PRIO_PROCESS, 0))
         state.append(os.sched_getaffinity(0))
+        # The policy carries SCHED_RESET_ON_FORK; the parameters, the
+        # real-time priority.
+        state.append(os.sched_getscheduler(0))
+        state.append(os.sched_getparam(0))
     except OSError:
         state.append(None)
+    if _NR_IOPRIO_GET is not None:
+        # -1 where the kernel (gVisor's, say) has no I/O priorities: the same
+        # after every execution.
+        L = ctypes.c_long
+        state.append(_libc.syscall(L(_NR_IOPRIO_GET), L(IOPRIO_WHO_PROCESS), L(0)))
     return state
 
 
@@ -1057,8 +1073,9 @@ def forkserver(scratch):
         for d in scratch:
             clean = wipe(d) and clean
         # After the kill, so nothing can change them any more: a fork
-        # server whose limits the code lowered is not clean; the channel's
-        # flags (O_NONBLOCK, O_ASYNC, its owner for SIGIO) are reset.
+        # server whose limits or scheduling the code changed is not clean
+        # (see inherited); the channel's flags (O_NONBLOCK, O_ASYNC, its
+        # owner for SIGIO) are reset.
         clean = clean and inherited() == baseline
         for fd, fl in zip((0, 1), flags):
             try:
