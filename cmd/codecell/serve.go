@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -85,11 +84,11 @@ func serveHTTP(ctx context.Context, a *app, addr string) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := httpapi.Listen(addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := httpapi.NewServer(h)
 	// The URLs to open, not only the address: `make run` shows this line and
 	// nothing else says where the dashboard is.
 	base := "http://" + browsable(ln.Addr())

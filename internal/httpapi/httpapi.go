@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,6 +44,9 @@ type Options struct {
 	// an MCP session this replica does not hold is told where to look. ""
 	// leaves the header out.
 	Replica string
+	// BodyTimeout bounds how long a request's body may take to arrive; 0
+	// means 30 s. (Tests shorten it.)
+	BodyTimeout time.Duration
 }
 
 // Gate tokenizes personal data in answers. A namespace "" is the default.
@@ -79,8 +83,12 @@ func Handler(opts Options) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", refuseRebinding(cop.Handler(guarded)))
+	bodyBound := opts.BodyTimeout
+	if bodyBound == 0 {
+		bodyBound = bodyTimeout
+	}
 	if opts.Replica != "" {
-		outer := mux
+		outer := boundBodies(mux, bodyBound)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(ReplicaHeader, opts.Replica)
 			outer.ServeHTTP(w, r)
@@ -96,7 +104,7 @@ func Handler(opts Options) (http.Handler, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	return mux, nil
+	return boundBodies(mux, bodyBound), nil
 }
 
 // tokenVerifier checks a bearer token against the configured ones. Tokens
