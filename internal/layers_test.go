@@ -37,6 +37,7 @@ var forbidden = map[string][]string{
 	"egress":    {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"cgroup":    {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 	"mountinfo": {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
+	"textcut":   {"github.com/modelcontextprotocol/", "github.com/codecell/codecell/internal/"},
 }
 
 func TestLayering(t *testing.T) {
@@ -72,7 +73,7 @@ func TestLayering(t *testing.T) {
 // isSharedLeaf says whether path is a package of helpers that imports
 // nothing of codecell's (checked above), so any package may use it.
 func isSharedLeaf(path string) bool {
-	return path == "github.com/codecell/codecell/internal/mountinfo"
+	return path == "github.com/codecell/codecell/internal/mountinfo" || path == "github.com/codecell/codecell/internal/textcut"
 }
 
 // isAllowedLeaf lists the leaf packages the sandbox builds on.

@@ -32,7 +32,7 @@ type Config struct {
 // codecell import <tool>).
 const ReservedServer = "codecell"
 
-// Bounds of Sandbox.AnswerBudget, in characters.
+// Bounds of Sandbox.AnswerBudget, in bytes of the answer's JSON.
 const (
 	DefaultAnswerBudget = 20_000
 	MinAnswerBudget     = 1_000
@@ -88,10 +88,11 @@ type Sandbox struct {
 	// Pool is how many warm sandboxes each workspace keeps, 0..64; by
 	// default 4, and at hardened one per CPU up to 4 (see HardenedPool).
 	Pool int
-	// AnswerBudget is the most characters of stdout, stderr and result
-	// together that one execution returns to the model: past it each
-	// keeps its head and tail with the cut marked, and the whole output
-	// goes to a workspace file the result links to. JSON "answerBudget",
+	// AnswerBudget is the most bytes of JSON one execution's answer is,
+	// structured and text content together (stdout, stderr, result,
+	// error, files list): past it each part keeps its head and tail with
+	// the cut marked, and the whole output goes to a workspace file the
+	// result links to. JSON "answerBudget",
 	// default DefaultAnswerBudget, at least MinAnswerBudget; 0 turns the
 	// budget off, leaving only the output limit.
 	AnswerBudget int

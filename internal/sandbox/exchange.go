@@ -75,10 +75,7 @@ type exchange struct {
 }
 
 func newExchange(lim Limits, req *Request) *exchange {
-	c := capture{limit: lim.Output}
-	if req.Cut != nil {
-		c.margin, c.cut = CutMargin, req.Cut
-	}
+	c := newCapture(lim.Output, req.Cut)
 	return &exchange{lim: lim, onOutput: req.OnOutput, cut: req.Cut, stdout: c, stderr: c}
 }
 
@@ -389,6 +386,7 @@ func (x *exchange) finish(res *Result, exit exitInfo, lim Limits) {
 	}
 	if res.Error != nil {
 		res.OK = false
+		res.Error = capError(res.Error, lim.Output, x.cut)
 	}
 }
 

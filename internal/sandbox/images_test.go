@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codecell/codecell/internal/textcut"
 )
 
 // onePixelPNG is a valid 1x1 PNG, as base64.
@@ -93,7 +95,9 @@ func TestResultFrameImages(t *testing.T) {
 // runner's own cut, is held to the output limit by the host.
 func TestResultCappedByHost(t *testing.T) {
 	big := strings.Repeat("x", 5000)
-	if got := capResult(big, 1000, nil).(string); !strings.HasPrefix(got, big[:1000]) || len(got) > 1200 || !strings.Contains(got, "4000 more characters dropped") {
+	// One run of value characters longer than textcut.Bound: the window
+	// before the limit is dropped with the rest.
+	if got := capResult(big, 1000, nil).(string); !strings.HasPrefix(got, big[:1000-textcut.Bound]+"...") || len(got) > 1200 || !strings.Contains(got, "4256 more bytes dropped") {
 		t.Errorf("string: %d bytes: %.80q", len(got), got)
 	}
 	if got := capResult(map[string]any{"a": big}, 1000, nil); !strings.Contains(fmt.Sprint(got), "over the output limit") {
@@ -131,7 +135,7 @@ func TestCaptureCut(t *testing.T) {
 		}
 		return limit
 	}
-	c := capture{limit: 100, margin: CutMargin, cut: cut}
+	c := newCapture(100, cut)
 	c.add([]byte(out[:50]))
 	c.add([]byte(out[50:]))
 	got := c.text()
@@ -141,10 +145,11 @@ func TestCaptureCut(t *testing.T) {
 	if strings.Contains(got, "dave") || !strings.HasSuffix(got, fmt.Sprintf("[codecell: output truncated, %d more bytes dropped]", len(out)-91)) {
 		t.Errorf("text() = %q", got)
 	}
-	// Without Cut, the limit is where it cuts, as before.
-	c = capture{limit: 100}
+	// Without Cut, no detector finds the address, but the cut still
+	// leaves no part of it (package textcut).
+	c = newCapture(100, nil)
 	c.add([]byte(out))
-	if got := c.text(); !strings.HasPrefix(got, out[:100]+"\n[codecell: output truncated") {
+	if got := c.text(); !strings.HasPrefix(got, out[:91]+"\n[codecell: output truncated") {
 		t.Errorf("without Cut: %q", got)
 	}
 	// A result's repr goes the same way.

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/codecell/codecell/internal/textcut"
 )
 
 // Error types that are not Python exception names (SPEC §4.1).
@@ -59,12 +60,14 @@ type Request struct {
 	// guard. Zero means Limits.FileSize.
 	FileSize int64
 
-	// Cut, when set, says where to cut an output stream or a result's
-	// repr that is over the output limit: it returns a position at most
-	// limit in text, a character boundary. The caller makes it a cut that
-	// leaves no part of a value (package pii); to let it see the value
-	// that crosses the limit whole, the sandbox keeps CutMargin bytes
-	// past the limit. Nil cuts at the last character boundary.
+	// Cut, when set, says where to cut an output stream, a result's repr
+	// or an error's message or traceback that is over the output limit:
+	// it returns a position at most limit in text, a character boundary.
+	// The caller makes it a cut that leaves no value the detectors find
+	// (package pii); to let it see the value that crosses the limit whole,
+	// the sandbox keeps CutMargin bytes past the limit. Whether set or
+	// not, no cut splits a run of the characters values are made of
+	// (package textcut).
 	Cut func(text string, limit int) int
 }
 
@@ -128,15 +131,21 @@ func failure(typ, format string, args ...any) *ExecError {
 	return &ExecError{Type: typ, Message: fmt.Sprintf(format, args...)}
 }
 
-// capture keeps the first limit bytes of a stream and counts the rest.
-// With cut, it keeps margin more, for cut to decide where the kept part
-// ends.
+// capture keeps the first limit bytes of a stream and counts the rest. It
+// keeps margin more, to see what crosses the limit: the run of value
+// characters a cut there would split (package textcut), and, with cut, the
+// values a detector finds.
 type capture struct {
 	limit   int64
 	margin  int64
 	cut     func(string, int) int
 	buf     []byte
 	dropped int64
+}
+
+// newCapture is a stream's capture under the output limit.
+func newCapture(limit int64, cut func(string, int) int) capture {
+	return capture{limit: limit, margin: CutMargin, cut: cut}
 }
 
 func (c *capture) add(p []byte) {
@@ -163,15 +172,7 @@ func (c *capture) text() string {
 	s := strings.ToValidUTF8(string(c.buf), "\uFFFD")
 	dropped := c.dropped
 	if int64(len(c.buf)) > c.limit {
-		keep := int(c.limit)
-		if c.cut != nil {
-			keep = c.cut(s, min(keep, len(s)))
-		} else {
-			for keep > 0 && keep < len(s) && !utf8.RuneStart(s[keep]) {
-				keep--
-			}
-		}
-		keep = min(keep, len(s))
+		keep := textcut.Cut(s, int(c.limit), c.cut)
 		dropped += int64(len(s) - keep)
 		s = s[:keep]
 	}
@@ -206,11 +207,11 @@ func (f *resultFrame) images() ([]Image, []string) {
 	var ok []Image
 	var dropped []string
 	for _, d := range f.ImagesDropped[:min(len(f.ImagesDropped), 16)] {
-		dropped = append(dropped, strings.ToValidUTF8(d[:min(len(d), 200)], "\uFFFD"))
+		dropped = append(dropped, clip(strings.ToValidUTF8(d, "\uFFFD"), 200))
 	}
 	for _, im := range f.Images {
 		if !strings.HasPrefix(im.MIMEType, "image/") || len(im.MIMEType) > 100 || len(im.Data) == 0 {
-			dropped = append(dropped, fmt.Sprintf("an image with MIME type %.100q", im.MIMEType))
+			dropped = append(dropped, fmt.Sprintf("an image with MIME type %q", clip(im.MIMEType, 100)))
 			continue
 		}
 		ok = append(ok, im)
@@ -237,8 +238,9 @@ const resultSlack = 256
 // capResult holds a result to the output limit. The runner cuts results
 // itself, but the runner is in the sandbox: code can write a result frame
 // of its own, as large as a frame goes. A string (a repr) is cut to the
-// limit in characters; another value past it in JSON bytes is replaced by a
-// note, since half a JSON value means nothing.
+// limit in bytes, splitting no value (package textcut); another value past
+// it in JSON bytes is replaced by a note, since half a JSON value means
+// nothing.
 //
 // A result that nests deeper than maxResultDepth becomes its JSON text,
 // cut like a string: decoders further on refuse such depths, and the whole
@@ -255,13 +257,9 @@ func capResult(v any, limit int64, cutAt func(string, int) int) any {
 		return v
 	}
 	if s, ok := v.(string); ok {
-		if cutAt != nil && int64(len(s)) > limit+resultSlack {
-			k := cutAt(s, int(limit))
+		if int64(len(s)) > limit+resultSlack {
+			k := textcut.Cut(s, int(limit), cutAt)
 			return s[:k] + fmt.Sprintf("... [codecell: result cut at the output limit, %d more bytes dropped]", len(s)-k)
-		}
-		if n := int64(utf8.RuneCountInString(s)); n > limit+resultSlack {
-			cut := []rune(s)[:limit]
-			return string(cut) + fmt.Sprintf("... [codecell: result cut at the output limit, %d more characters dropped]", n-limit)
 		}
 		return s
 	}
@@ -270,6 +268,44 @@ func capResult(v any, limit int64, cutAt func(string, int) int) any {
 		return fmt.Sprintf("[codecell: the result, %d bytes of JSON, is over the output limit of %d bytes and was dropped]", len(b), limit)
 	}
 	return v
+}
+
+// maxErrorType bounds an error's type, a Python class name that code may
+// make as long as it likes.
+const maxErrorType = 1000
+
+// capError holds an error's message and traceback to the output limit, as
+// the runner does: code can raise an exception with a message as long as
+// memory allows, or write an error frame of its own. Each part is cut
+// like a result's repr, the cut marked.
+func capError(e *ExecError, limit int64, cutAt func(string, int) int) *ExecError {
+	if e == nil || limit <= 0 {
+		return e
+	}
+	over := func(s string, n int64) bool { return int64(len(s)) > n+resultSlack }
+	if !over(e.Type, maxErrorType) && !over(e.Message, limit) && !over(e.Traceback, limit) {
+		return e
+	}
+	c := *e
+	if over(c.Type, maxErrorType) {
+		c.Type = clip(c.Type, maxErrorType)
+	}
+	for _, part := range []*string{&c.Message, &c.Traceback} {
+		if s := *part; over(s, limit) {
+			k := textcut.Cut(s, int(limit), cutAt)
+			*part = s[:k] + fmt.Sprintf("... [codecell: cut at the output limit, %d more bytes dropped]", len(s)-k)
+		}
+	}
+	return &c
+}
+
+// clip cuts s to at most n bytes, where no run of value characters is
+// split (package textcut), the cut marked with an ellipsis.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:textcut.Cut(s, n, nil)] + "…"
 }
 
 // maxResultDepth bounds how deep a result nests. The MCP SDK checks a

@@ -6,21 +6,31 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
+	"mime"
+	"path"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/textcut"
+	"github.com/codecell/codecell/internal/workspace"
 )
 
-// The answer budget (SPEC §4.1): what one execution returns to the model is
-// at most sandbox.answerBudget characters of stdout, stderr and result
-// together. Past it each part keeps its head and tail, the cut marked in
-// it, and the whole output goes to a workspace file that the result links
-// to, where code (or the host) reads it. A model reads the answer in every
-// later turn, so a print of a whole data set costs it once per turn; the
-// budget keeps that to what a model can use.
+// The answer budget (SPEC §4.1): what one execution returns to the model,
+// structured content and text content together, is at most
+// sandbox.answerBudget bytes of JSON. Past it stdout, stderr, the result,
+// the error's message and traceback each keep their head and tail, the cut
+// marked in them; the files list keeps the files that fit, the others
+// counted; and the whole output goes to a workspace file that the result
+// links to, where code (or the host) reads it. A model reads the answer in
+// every later turn, so a print of a whole data set costs it once per turn;
+// the budget keeps that to what a model can use. Images are outside it:
+// the runner bounds their number and size.
 
 // outputDir is the workspace directory of the whole outputs of cut
 // answers; keptOutputs is how many of them it keeps, newest first.
@@ -29,76 +39,215 @@ const (
 	keptOutputs = 10
 )
 
-// cutWindow is how far either side of a cut the gate looks for a value
-// the cut would split: more than any value is long but a private key's
-// block (about 3.3 KB for a 4096-bit RSA key).
-const cutWindow = 4 << 10
-
-// markerRoom is what a cut's marker costs of a part's share, about.
-const markerRoom = 120
+// fitTries bounds how often boundAnswer measures a cut answer and cuts
+// again by what it is over: the first reckoning is close (a value kept
+// whole across a cut, or a hint the text adds, can pass it).
+const fitTries = 4
 
 // wholeOutput is an execution's output before any cut, as the code made it.
 type wholeOutput struct {
 	Stdout, Stderr string
 	Result         any
+	Error          *sandbox.ExecError
+	Files          []workspace.File
+	Deleted        []string
 }
 
-// answerPart is one part of the answer that the budget may cut.
+// answerPart is one part of the answer that the budget may cut: its text
+// appears weight times in the answer (the structured content, and the text
+// rendering). Costs are in bytes of JSON.
 type answerPart struct {
-	text  string
-	runes int
-	keep  int // runes kept
+	text   string
+	weight int
+	cost   int // weight times the text's JSON
+	marker int // what the marker costs when the part is cut
+	keep   int // cost kept
 }
 
-// boundAnswer cuts out's stdout, stderr and result to the answer budget,
-// head and tail with the cut marked, and writes whole to a workspace file
-// named in out.OutputFile. It returns a resource link to that file, or nil
-// when nothing was cut. whole stays in the namespace's workspace as the code
-// made it, where code sees the same data anyway; what reaches the model
-// passes the gate.
+// boundAnswer holds out to the answer budget: when the answer it would
+// make is over, it writes whole to a workspace file named in
+// out.OutputFile and cuts each part, head and tail with the cut marked,
+// and lists the files that fit. It returns a resource link to that file,
+// or nil when nothing was cut. whole stays in the namespace's workspace as
+// the code made it, where code sees the same data anyway; what reaches the
+// model passes the gate.
 func (s *Server) boundAnswer(ctx context.Context, ns string, out *ExecuteCodeOutput, whole wholeOutput) (*mcp.ResourceLink, error) {
 	budget := s.cfg.Sandbox.AnswerBudget
 	if budget <= 0 {
 		return nil, nil
 	}
-	result, resultIsText := resultText(out.Result)
-	parts := []*answerPart{
-		{text: out.Stdout, runes: utf8.RuneCountInString(out.Stdout)},
-		{text: out.Stderr, runes: utf8.RuneCountInString(out.Stderr)},
-		{text: result, runes: utf8.RuneCountInString(result)},
-	}
-	if !share(parts, budget) {
+	if answerSize(out, nil) <= budget {
 		return nil, nil
 	}
 	file, err := s.saveWholeOutput(ctx, ns, whole)
 	where := "the whole output is in the workspace file " + file
+	var link *mcp.ResourceLink
 	if err != nil {
 		s.log.Warn("save the whole output", "namespace", ns, "error", err)
 		where = "the whole output could not be saved: " + err.Error()
-		file = ""
+	} else {
+		out.OutputFile = file
+		link = &mcp.ResourceLink{URI: fileURI(file), Name: file, MIMEType: "text/plain"}
+	}
+	uncut := *out
+	room := budget - answerSize(bare(out), link)
+	for range fitTries {
+		*out = uncut
+		s.fit(out, room, where)
+		size := answerSize(out, link)
+		if size <= budget {
+			break
+		}
+		room -= size - budget
+	}
+	return link, nil
+}
+
+// answerSize is the size of the answer out makes, as JSON, less its images.
+func answerSize(out *ExecuteCodeOutput, outputLink *mcp.ResourceLink) int {
+	b, err := json.Marshal(&mcp.CallToolResult{Content: answerContent(out, outputLink), StructuredContent: out, IsError: !out.OK})
+	if err != nil {
+		return math.MaxInt
+	}
+	return len(b)
+}
+
+// bare is out without the parts the budget cuts, as if each were cut to
+// nothing: what is left is the answer's cost whatever it holds.
+func bare(out *ExecuteCodeOutput) *ExecuteCodeOutput {
+	b := *out
+	b.Stdout, b.Stderr = "", ""
+	if b.Result != nil {
+		b.Result = ""
+	}
+	if b.Error != nil {
+		e := *b.Error
+		e.Message, e.Traceback = "", ""
+		b.Error = &e
+	}
+	b.Truncated = &Truncated{Stdout: true, Stderr: true, Result: true, Error: true}
+	b.Files, b.FilesDeleted, b.files = nil, nil, nil
+	return &b
+}
+
+// fit cuts out's parts so that they cost at most room together, each cut
+// marked with where the rest is.
+func (s *Server) fit(out *ExecuteCodeOutput, room int, where string) {
+	result, resultIsText := resultText(out.Result)
+	var message, traceback string
+	if out.Error != nil {
+		message, traceback = out.Error.Message, out.Error.Traceback
+	}
+	// The text rendering repeats every part but the files list, whose
+	// cost counts all its places (the list, the text's line, the links).
+	marker := 2 * len(cutMarker(math.MaxInt32, math.MaxInt32, where))
+	parts := []*answerPart{
+		textPart(out.Stdout, marker), textPart(out.Stderr, marker), textPart(result, marker),
+		textPart(message, marker), textPart(traceback, marker),
+	}
+	files := filesPart(out)
+	share(append(parts, files), room)
+	if listed := listedCost(out, files.keep); listed < files.keep {
+		// Files are listed whole or not at all: what their share does not
+		// hold goes to the other parts.
+		share(parts, room-listed-files.marker)
 	}
 	if out.Truncated == nil {
 		out.Truncated = &Truncated{}
 	}
-	if parts[0].keep < parts[0].runes {
-		out.Stdout, out.Truncated.Stdout = s.cut(parts[0], where), true
-	}
-	if parts[1].keep < parts[1].runes {
-		out.Stderr, out.Truncated.Stderr = s.cut(parts[1], where), true
-	}
-	if parts[2].keep < parts[2].runes {
-		// A JSON value cut in the middle is no longer JSON: the result
-		// becomes the text of its head and tail.
-		out.Result, out.Truncated.Result = s.cut(parts[2], where), true
-		if !resultIsText {
-			out.Result = "[codecell: the result's JSON, cut] " + out.Result.(string)
+	cut := func(p *answerPart, part *string, flag *bool) {
+		if p.keep < p.cost {
+			*part, *flag = s.cut(p, where), true
 		}
 	}
-	if file == "" {
-		return nil, nil
+	cut(parts[0], &out.Stdout, &out.Truncated.Stdout)
+	cut(parts[1], &out.Stderr, &out.Truncated.Stderr)
+	if parts[2].keep < parts[2].cost {
+		// A JSON value cut in the middle is no longer JSON: the result
+		// becomes the text of its head and tail.
+		r := s.cut(parts[2], where)
+		if !resultIsText {
+			r = "[codecell: the result's JSON, cut] " + r
+		}
+		out.Result, out.Truncated.Result = r, true
 	}
-	out.OutputFile = file
-	return &mcp.ResourceLink{URI: fileURI(file), Name: file, MIMEType: "text/plain"}, nil
+	if out.Error != nil && (parts[3].keep < parts[3].cost || parts[4].keep < parts[4].cost) {
+		e := *out.Error
+		cut(parts[3], &e.Message, &out.Truncated.Error)
+		cut(parts[4], &e.Traceback, &out.Truncated.Error)
+		out.Error = &e
+	}
+	keepFiles(out, files.keep)
+	if *out.Truncated == (Truncated{}) {
+		out.Truncated = nil
+	}
+}
+
+// textPart is a part of the answer that appears in the structured content
+// and in the text rendering.
+func textPart(text string, marker int) *answerPart {
+	return &answerPart{text: text, weight: 2, cost: 2 * jsonLen(text), marker: marker}
+}
+
+// filesPart is the files list as a part of the answer: each file costs its
+// place in files or files_deleted, in the text's line and in its link.
+func filesPart(out *ExecuteCodeOutput) *answerPart {
+	p := &answerPart{weight: 1, marker: 200}
+	for _, f := range out.files {
+		p.cost += fileCost(f)
+	}
+	for _, d := range out.FilesDeleted {
+		p.cost += 2*jsonLen(d) + 4
+	}
+	return p
+}
+
+// fileCost is what listing a file created or changed costs the answer.
+func fileCost(f reportedFile) int {
+	size := f.Size
+	link, _ := json.Marshal(&mcp.ResourceLink{URI: fileURI(f.Path), Name: f.Path, MIMEType: mime.TypeByExtension(path.Ext(f.Path)), Size: &size})
+	return 2*jsonLen(f.Path) + 4 + len(link) + 40 // the link's "type" and comma
+}
+
+// listedCost is what keepFiles lists of out's files at keep costs.
+func listedCost(out *ExecuteCodeOutput, keep int) int {
+	c := *out
+	keepFiles(&c, keep)
+	cost := 0
+	for _, f := range c.files {
+		cost += fileCost(f)
+	}
+	for _, d := range c.FilesDeleted {
+		cost += 2*jsonLen(d) + 4
+	}
+	return cost
+}
+
+// keepFiles lists the files that cost at most keep, in order, and counts
+// the others in FilesOmitted. A path is listed whole or not at all.
+func keepFiles(out *ExecuteCodeOutput, keep int) {
+	n := 0
+	for _, f := range out.files {
+		if keep -= fileCost(f); keep < 0 {
+			break
+		}
+		n++
+	}
+	omitted := len(out.files) - n
+	out.files, out.Files = out.files[:n], out.Files[:n]
+	d := 0
+	for _, p := range out.FilesDeleted {
+		if keep < 0 {
+			break
+		}
+		if keep -= 2*jsonLen(p) + 4; keep < 0 {
+			break
+		}
+		d++
+	}
+	omitted += len(out.FilesDeleted) - d
+	out.FilesDeleted = out.FilesDeleted[:d]
+	out.FilesOmitted += omitted
 }
 
 // resultText is the result as the budget counts it: a string as itself,
@@ -119,64 +268,101 @@ func resultText(v any) (string, bool) {
 
 // share divides budget among parts, setting each one's keep: parts that fit
 // in an equal share keep all of themselves, and the rest split what is left
-// equally (water filling). It reports whether any part must be cut.
+// equally (water filling), less their marker. It reports whether any part
+// must be cut.
 func share(parts []*answerPart, budget int) bool {
 	total := 0
 	for _, p := range parts {
-		total += p.runes
-		p.keep = p.runes
+		total += p.cost
+		p.keep = p.cost
 	}
 	if total <= budget {
 		return false
 	}
 	byLen := slices.Clone(parts)
-	slices.SortStableFunc(byLen, func(a, b *answerPart) int { return a.runes - b.runes })
-	left := budget
+	slices.SortStableFunc(byLen, func(a, b *answerPart) int { return a.cost - b.cost })
+	left := max(budget, 0)
 	for i, p := range byLen {
 		fair := left / (len(byLen) - i)
-		if p.runes > fair {
-			p.keep = max(fair-markerRoom, 0)
+		if p.cost > fair {
+			p.keep = max(fair-p.marker, 0)
 		}
-		left -= min(p.runes, fair)
+		left -= min(p.cost, fair)
 	}
 	return true
 }
 
 // cut keeps p's head (two thirds of its share) and tail (one third) and
-// marks what it dropped, and where the rest is. It cuts where no value the
-// gate finds is cut in two, so that the gate, which reads the answer after
-// it, sees every value kept whole; the head may be a little shorter and
-// the tail a little longer than their shares.
+// marks what it dropped, and where the rest is. No cut leaves part of a
+// value (package textcut): the gate, which reads the answer after it, sees
+// every value kept whole, and no half of one it would not know.
 func (s *Server) cut(p *answerPart, where string) string {
-	head := p.keep * 2 / 3
-	tail := p.keep - head
-	h := s.cutNear(p.text, byteIndex(p.text, head))
-	t := max(h, s.cutNear(p.text, byteIndex(p.text, p.runes-tail)))
-	return fmt.Sprintf("%s\n[codecell: %d of %d characters cut here, to the answer budget; %s]\n%s",
-		p.text[:h], utf8.RuneCountInString(p.text[h:t]), p.runes, where, p.text[t:])
+	share := p.keep / p.weight
+	head := prefixWithin(p.text, share*2/3)
+	tail := suffixWithin(p.text, share-share*2/3)
+	h := textcut.Cut(p.text, head, s.gate.Cut)
+	t := max(h, textcut.Resume(p.text, tail, s.gate.Cut))
+	return p.text[:h] + cutMarker(utf8.RuneCountInString(p.text[h:t]), utf8.RuneCountInString(p.text), where) + p.text[t:]
 }
 
-// cutNear returns a place at or before byte i of text that cuts no value
-// in two. The gate looks at cutWindow bytes either side, not at the whole
-// text: a 1 MiB output costs what 8 KiB does.
-func (s *Server) cutNear(text string, i int) int {
-	lo := max(0, i-cutWindow)
-	for lo > 0 && !utf8.RuneStart(text[lo]) {
-		lo--
+// cutMarker is the note that marks a cut.
+func cutMarker(cut, of int, where string) string {
+	return fmt.Sprintf("\n[codecell: %d of %d characters cut here, to the answer budget; %s]\n", cut, of, where)
+}
+
+// jsonLen is the length of text as a JSON string's contents.
+func jsonLen(text string) int {
+	n := 0
+	for i := 0; i < len(text); {
+		c, size := jsonRune(text[i:])
+		n += c
+		i += size
 	}
-	hi := min(len(text), i+cutWindow)
-	return lo + s.gate.Cut(text[lo:hi], i-lo)
+	return n
 }
 
-// byteIndex is the byte offset of rune n of text.
-func byteIndex(text string, n int) int {
-	for i := range text {
-		if n == 0 {
-			return i
+// jsonRune is what the character at the start of text costs in JSON, at
+// most (encoding/json escapes <, > and &), and its size in text.
+func jsonRune(text string) (cost, size int) {
+	r, size := utf8.DecodeRuneInString(text)
+	switch {
+	case r == utf8.RuneError && size == 1, r == '<', r == '>', r == '&', r == '\u2028', r == '\u2029':
+		return 6, size
+	case r == '"', r == '\\', r == '\n', r == '\r', r == '\t':
+		return 2, size
+	case r < 0x20:
+		return 6, size
+	}
+	return size, size
+}
+
+// prefixWithin is the end of the longest prefix of text whose JSON costs at
+// most n.
+func prefixWithin(text string, n int) int {
+	i := 0
+	for i < len(text) {
+		c, size := jsonRune(text[i:])
+		if n -= c; n < 0 {
+			break
 		}
-		n--
+		i += size
 	}
-	return len(text)
+	return i
+}
+
+// suffixWithin is the start of the longest suffix of text whose JSON costs
+// at most n.
+func suffixWithin(text string, n int) int {
+	i := len(text)
+	for i > 0 {
+		_, size := utf8.DecodeLastRuneInString(text[:i])
+		c, _ := jsonRune(text[i-size:])
+		if n -= c; n < 0 {
+			break
+		}
+		i -= size
+	}
+	return i
 }
 
 // saveWholeOutput writes whole to a new file under outputDir in the
@@ -199,6 +385,15 @@ func (s *Server) saveWholeOutput(ctx context.Context, ns string, whole wholeOutp
 		r, _ := resultText(whole.Result)
 		section("result", r)
 	}
+	if whole.Error != nil {
+		section("error", ErrorText(whole.Error))
+	}
+	var files strings.Builder
+	for _, f := range whole.Files {
+		files.WriteString(f.Path + "\n")
+	}
+	section("files", files.String())
+	section("files deleted", strings.Join(whole.Deleted, "\n"))
 	var suffix [3]byte
 	rand.Read(suffix[:])
 	name := fmt.Sprintf("%s/%s-%s.txt", outputDir, time.Now().UTC().Format("20060102-150405.000"), hex.EncodeToString(suffix[:]))

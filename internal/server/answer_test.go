@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -128,16 +129,17 @@ func TestAnswerBudget(t *testing.T) {
 }
 
 // TestAnswerWithinBudget: an answer within the budget is whole, with no
-// file, and the structured content leaves out what is empty.
+// file, and the structured content leaves out what is empty. The budget
+// holds the structured and the text content together, each with stdout.
 func TestAnswerWithinBudget(t *testing.T) {
-	cs, ws := answerServer(t, outputExecutor{stdout: strings.Repeat("y", 19_000), result: 42.0}, 20_000)
+	cs, ws := answerServer(t, outputExecutor{stdout: strings.Repeat("y", 9_000), result: 42.0}, 20_000)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out ExecuteCodeOutput
 	structured(t, res, &out)
-	if len(out.Stdout) != 19_000 || out.Truncated != nil || out.OutputFile != "" || out.Result != 42.0 {
+	if len(out.Stdout) != 9_000 || out.Truncated != nil || out.OutputFile != "" || out.Result != 42.0 {
 		t.Errorf("stdout %d bytes, truncated %+v, file %q, result %v", len(out.Stdout), out.Truncated, out.OutputFile, out.Result)
 	}
 	if _, err := os.Stat(filepath.Join(ws, outputDir)); !os.IsNotExist(err) {
@@ -193,14 +195,14 @@ func TestAnswerOutputsKept(t *testing.T) {
 }
 
 func TestShare(t *testing.T) {
-	parts := []*answerPart{{runes: 100}, {runes: 50_000}, {runes: 30_000}}
+	parts := []*answerPart{{cost: 100}, {cost: 50_000}, {cost: 30_000}}
 	if !share(parts, 20_000) {
 		t.Fatal("nothing to cut")
 	}
 	if parts[0].keep != 100 || parts[1].keep+parts[2].keep > 20_000-100 || parts[1].keep < 9_000 || parts[2].keep < 9_000 {
 		t.Errorf("keeps %d %d %d", parts[0].keep, parts[1].keep, parts[2].keep)
 	}
-	if share([]*answerPart{{runes: 10}, {runes: 20}}, 30) {
+	if share([]*answerPart{{cost: 10}, {cost: 20}}, 30) {
 		t.Error("a fitting answer is cut")
 	}
 }
@@ -232,6 +234,122 @@ func TestAnswerBudgetCutsNoValue(t *testing.T) {
 		whole, err := os.ReadFile(filepath.Join(ws, out.OutputFile))
 		if err != nil || !strings.Contains(string(whole), "dave.trunc0@example.org") {
 			t.Errorf("budget %d: the whole output lost its values: %v", budget, err)
+		}
+	}
+}
+
+// largestExecutor makes the largest answer it can: an error whose message
+// and traceback are each the output limit, output at the limit on both
+// streams, a result at the limit, and 100 files with 4 KB paths.
+type largestExecutor struct {
+	stdout, stderr, message, traceback string
+	result                             any
+	files                              int
+}
+
+func (e largestExecutor) Exec(_ context.Context, req sandbox.Request) *sandbox.Result {
+	// A path of 4 KB: directories of 250 characters, as deep as PATH_MAX
+	// lets them go.
+	seg := strings.Repeat("d", 250)
+	for i := range e.files {
+		dir := filepath.Join(req.Workspace, fmt.Sprintf("f%03d", i))
+		for range 15 {
+			dir = filepath.Join(dir, seg)
+		}
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "data.txt"), []byte("x"), 0o644)
+	}
+	res := &sandbox.Result{OK: e.message == "", Stdout: e.stdout, Stderr: e.stderr, Result: e.result, Duration: time.Millisecond, Isolation: sandbox.Production}
+	if e.message != "" {
+		res.Error = &sandbox.ExecError{Type: "ValueError", Message: e.message, Traceback: e.traceback}
+	}
+	return res
+}
+func (largestExecutor) Level() sandbox.Level { return sandbox.Production }
+
+// cutMarkers matches what marks a cut in an answer.
+var cutMarkers = regexp.MustCompile(`\[codecell: [^\]]*\]|\[files\] and \d+ more \([^)]*\)|\[cut to the answer budget[^\]]*\]`)
+
+// TestAnswerBoundsEverything (issue #28, findings 7 and 8): every part of
+// an answer, the error's message and traceback and the files list and
+// their links as well as the output and result, in the structured content
+// and the text together, is within the answer budget; each cut says where
+// the rest is. Before, raise ValueError('E' * 900000) answered 2.6 MiB and
+// 100 files with 4 KB paths 1.45 MiB.
+func TestAnswerBoundsEverything(t *testing.T) {
+	const limit = 1 << 20 // the output limit's default
+	huge := strings.Repeat("E", 900_000)
+	var tb strings.Builder
+	tb.WriteString("Traceback (most recent call last):\n")
+	name := "recurse_" + strings.Repeat("deep_", 40)
+	for i := 0; tb.Len() < limit; i++ {
+		fmt.Fprintf(&tb, "  File \"<cell>\", line 2, in %s\n    return %s(n - 1, '%s')\n", name, name, strings.Repeat("arg", 30))
+	}
+	traceback := tb.String() + "ValueError: " + huge + "\n"
+	tests := []struct {
+		name string
+		ex   largestExecutor
+	}{
+		{"exception message", largestExecutor{message: huge, traceback: "Traceback (most recent call last):\n  File \"<cell>\", line 1, in <module>\nValueError: " + huge + "\n"}},
+		{"deep traceback", largestExecutor{message: "deep", traceback: traceback}},
+		{"long file names", largestExecutor{files: 100}},
+		{"all at once", largestExecutor{
+			stdout: strings.Repeat("o", limit), stderr: strings.Repeat("e", limit), result: strings.Repeat("r", limit),
+			message: huge, traceback: traceback, files: 100,
+		}},
+	}
+	for _, tt := range tests {
+		for _, budget := range []int{config.DefaultAnswerBudget, 5_000, config.MinAnswerBudget} {
+			t.Run(fmt.Sprintf("%s/%d", tt.name, budget), func(t *testing.T) {
+				cs, ws := answerServer(t, tt.ex, budget)
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "x"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw, err := json.Marshal(res)
+				if err != nil {
+					t.Fatal(err)
+				}
+				markers := 0
+				for _, m := range cutMarkers.FindAll(raw, -1) {
+					markers += len(m)
+				}
+				if len(raw) > budget+markers {
+					t.Errorf("the answer is %d bytes, over the budget of %d and its markers' %d", len(raw), budget, markers)
+				}
+				if budget == config.DefaultAnswerBudget && len(raw) > budget {
+					t.Errorf("the answer is %d bytes, over the budget of %d, which has room for the markers", len(raw), budget)
+				}
+				t.Logf("answer: %d bytes", len(raw))
+				var out ExecuteCodeOutput
+				structured(t, res, &out)
+				if out.OutputFile == "" {
+					t.Fatalf("no output file: %+v", out.Truncated)
+				}
+				whole, err := os.ReadFile(filepath.Join(ws, out.OutputFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.ex.message != "" {
+					if out.Truncated == nil || !out.Truncated.Error || !strings.Contains(string(whole), tt.ex.traceback) {
+						t.Errorf("the error was not cut, or is not whole in the output file: truncated %+v", out.Truncated)
+					}
+					if out.Error == nil || !strings.Contains(out.Error.Message+out.Error.Traceback, "characters cut here") {
+						t.Errorf("the error's cut is not marked: %.300v", out.Error)
+					}
+				}
+				if tt.ex.files > 0 {
+					if len(out.Files)+out.FilesOmitted != tt.ex.files || out.FilesOmitted == 0 {
+						t.Errorf("%d files listed, %d omitted, of %d", len(out.Files), out.FilesOmitted, tt.ex.files)
+					}
+					if !strings.Contains(string(raw), "and "+fmt.Sprint(out.FilesOmitted)+" more (all are listed in "+out.OutputFile) {
+						t.Errorf("the text does not say where the files left out are listed")
+					}
+					if !strings.Contains(string(whole), "f099/ddd") {
+						t.Errorf("the output file does not list the files")
+					}
+				}
+			})
 		}
 	}
 }

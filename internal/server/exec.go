@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/textcut"
 	"github.com/codecell/codecell/internal/workspace"
 )
 
@@ -44,7 +45,7 @@ type ExecuteCodeOutput struct {
 	ToolCalls      *ToolCalls         `json:"tool_calls,omitempty" jsonschema:"Calls the code made to upstream tools, if any."`
 	Files          []string           `json:"files,omitempty" jsonschema:"Workspace files the code created or changed."`
 	FilesDeleted   []string           `json:"files_deleted,omitempty" jsonschema:"Workspace files the code deleted."`
-	FilesOmitted   int                `json:"files_omitted,omitempty" jsonschema:"Files created, changed or deleted beyond the 100 in files and files_deleted."`
+	FilesOmitted   int                `json:"files_omitted,omitempty" jsonschema:"Files created, changed or deleted beyond those in files and files_deleted (at most 100, and within the answer budget); list_workspace_files lists them."`
 	SessionID      string             `json:"session_id,omitempty" jsonschema:"The session used, if any."`
 	SessionStarted bool               `json:"session_started,omitempty" jsonschema:"True when this call started session_id: a new interpreter, without the names of earlier calls (a new id, a typo, or one whose interpreter ended or was closed)."`
 	// SessionElsewhere is set with SessionStarted when replicas share the
@@ -59,6 +60,10 @@ type ExecuteCodeOutput struct {
 	calls []ToolCall
 	// savings is ContextSavings, kept whether or not the answer shows it.
 	savings ContextSavings
+	// files are the Files with their sizes, for their resource links;
+	// filesIncomplete says the workspace's changes were not all tracked.
+	files           []reportedFile
+	filesIncomplete bool
 }
 
 // Truncated says which parts of an answer were cut.
@@ -66,6 +71,8 @@ type Truncated struct {
 	Stdout bool `json:"stdout,omitempty"`
 	Stderr bool `json:"stderr,omitempty"`
 	Result bool `json:"result,omitempty"`
+	// Error says the error's message or traceback was cut.
+	Error bool `json:"error,omitempty"`
 }
 
 // ImageInfo describes an image an execution returned as image content.
@@ -197,24 +204,26 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	quotaOutcome(&out, rep, run, vol)
 	out.SessionID, out.SessionStarted, out.SessionElsewhere = j.SessionID, started, elsewhere
 	out.calls, out.savings.ToolResultBytes = calls.record()
-	whole := wholeOutput{Stdout: out.Stdout, Stderr: out.Stderr, Result: out.Result}
+	whole := wholeOutput{Stdout: out.Stdout, Stderr: out.Stderr, Result: out.Result, Error: out.Error, Files: rep.Files, Deleted: rep.Deleted}
+	listFiles(&out, rep)
+	// The uncut answer's count, which has at least the digits of the
+	// final one, so that the budget reckons with them.
+	out.savings.ReturnedBytes = returnedBytes(out)
+	out.summarizeCalls()
 	// Personal data the code printed or returned reaches the model only as
 	// tokens: the gate tokenizes the whole answer on its way out
-	// (gateMiddleware); an answer over the budget is tokenized before it is
-	// cut (boundAnswer). The bytes returned are counted before the gate.
+	// (gateMiddleware); the answer budget's cuts leave no part of a value
+	// for it to miss (boundAnswer). The bytes returned are counted before
+	// the gate.
 	outputLink, err := s.boundAnswer(ctx, j.Namespace, &out, whole)
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
 	out.savings.ReturnedBytes = returnedBytes(out)
-	out.summarizeCalls()
-	content, err := s.report(ctx, j.Namespace, &out, render(out), rep) // out.Files, and their links
-	if err != nil {
-		return nil, ExecuteCodeOutput{}, err
+	if out.ContextSavings != nil {
+		out.ContextSavings.ReturnedBytes = out.savings.ReturnedBytes
 	}
-	if outputLink != nil {
-		content = append(content, outputLink)
-	}
+	content := answerContent(&out, outputLink)
 	for _, im := range res.Images {
 		content = append(content, &mcp.ImageContent{Data: im.Data, MIMEType: im.MIMEType})
 	}
@@ -302,7 +311,7 @@ func listSome(paths []string) string {
 	var shown []string
 	for _, p := range paths[:min(some, len(paths))] {
 		if len(p) > long {
-			p = p[:long/2] + "..." + p[len(p)-long/2:]
+			p = p[:textcut.Cut(p, long/2, nil)] + "..." + p[textcut.Resume(p, len(p)-long/2, nil):]
 		}
 		shown = append(shown, p)
 	}

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/textcut"
 )
 
 // Progress reports: how often, and how much of the latest output they
@@ -86,8 +88,8 @@ func (p *progress) output(_ string, data []byte) {
 // written is left for a later report, and so is the first line of the
 // tail when the tail starts inside it: a value written in two parts
 // ("4111 1111" then " 1111 1111\n") would show as two halves no detector
-// finds. A line longer than progressLine characters is cut where the gate
-// says, never inside a value.
+// finds. A line longer than progressLine characters is cut where no
+// value is cut (package textcut).
 func (p *progress) lines() []string {
 	p.mu.Lock()
 	text := string(p.tail)
@@ -116,7 +118,7 @@ func (p *progress) lines() []string {
 				_, size := utf8.DecodeRuneInString(l[limit:])
 				limit += size
 			}
-			l = l[:p.s.gate.Cut(l, limit)] + "…"
+			l = l[:textcut.Cut(l, limit, p.s.gate.Cut)] + "…"
 		}
 		out = append(out, l)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/store"
+	"github.com/codecell/codecell/internal/textcut"
 	"github.com/codecell/codecell/internal/workspace"
 )
 
@@ -100,14 +101,13 @@ func (s *Server) recordExecution(ctx context.Context, j job, out ExecuteCodeOutp
 	}
 }
 
-// excerpt returns text cut to at most max bytes where the gate says (never
-// inside a value or a token, nor a character), with a note of how many
-// bytes were dropped.
+// excerpt returns text cut to at most max bytes where no value is cut
+// (package textcut), with a note of how many bytes were dropped.
 func (s *Server) excerpt(text string, max int) string {
 	if len(text) <= max {
 		return text
 	}
-	cut := s.gate.Cut(text, max)
+	cut := textcut.Cut(text, max, s.gate.Cut)
 	return fmt.Sprintf("%s\n[... %d more bytes]", text[:cut], len(text)-cut)
 }
 

@@ -314,8 +314,11 @@ func TestExcerpt(t *testing.T) {
 	}{
 		{"short", 10, "short"},
 		{"exactly10!", 10, "exactly10!"},
-		{"0123456789abc", 10, "0123456789\n[... 3 more bytes]"},
-		{"aaaaaaaaaé", 10, "aaaaaaaaa\n[... 2 more bytes]"}, // é is two bytes: not split
+		// A cut splits no run of value characters (package textcut): a run
+		// as long as the text is dropped whole.
+		{"0123456789abc", 10, "\n[... 13 more bytes]"},
+		{"01234 6789abc", 10, "01234 \n[... 7 more bytes]"},
+		{"aaaa aaaaé", 10, "aaaa \n[... 6 more bytes]"}, // é is a letter: its run is not split
 		{"", 10, ""},
 	} {
 		if got := excerpt(tc.in, tc.max); got != tc.want {

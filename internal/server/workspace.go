@@ -15,6 +15,7 @@ import (
 
 	"github.com/codecell/codecell/internal/pii"
 	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/textcut"
 	"github.com/codecell/codecell/internal/workspace"
 )
 
@@ -276,17 +277,16 @@ func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.CallToolRequest
 // more than 8 KiB) are not kept whole.
 const pageMargin = 8 << 10
 
-// pageBounds moves the bounds of the page c so that no value the detectors
-// find in the file around it is cut: a value crossing the end is taken
+// pageBounds moves the bounds of the page c so that no value is cut: a
+// value the detectors find in the file around it crossing the end is taken
 // whole, one crossing the start is left to the page before (which took
-// it), one longer than the margin is left out. The values found in the
-// page, with the context around it, are given to the gate, which tokenizes
-// them wherever the answer holds them, context or not ("SSN:" at the end of
-// one page, the number at the start of the next).
+// it), one longer than the margin is left out; and neither bound splits a
+// run of the characters values are made of (package textcut), which the
+// detectors may not know once cut. The values found in the page, with the
+// context around it, are given to the gate, which tokenizes them wherever
+// the answer holds them, context or not ("SSN:" at the end of one page,
+// the number at the start of the next).
 func (s *Server) pageBounds(ctx context.Context, ws *workspace.Workspace, p string, c *workspace.Chunk) {
-	if s.gate.Off() {
-		return
-	}
 	var before, after []byte
 	if c.Offset > 0 {
 		from := max(0, c.Offset-pageMargin)
@@ -307,7 +307,13 @@ func (s *Server) pageBounds(ctx context.Context, ws *workspace.Workspace, p stri
 	}
 	window := string(before) + string(c.Data) + string(after)
 	a, b := len(before), len(before)+len(c.Data)
-	matches := s.gate.det.Find(window)
+	if c.Offset > 0 && len(before) == 0 {
+		a = -1 // what precedes the page is unknown: leave its start
+	}
+	var matches []pii.Match
+	if !s.gate.Off() {
+		matches = s.gate.det.Find(window)
+	}
 	for moved := true; moved; {
 		moved = false
 		for _, m := range matches {
@@ -324,6 +330,7 @@ func (s *Server) pageBounds(ctx context.Context, ws *workspace.Workspace, p stri
 			}
 		}
 	}
+	a, b = pageRuns(window, max(a, 0), b, a >= 0, len(after) > 0)
 	var known []pii.Known
 	for _, m := range matches {
 		if m.Start >= a && m.End <= b {
@@ -334,6 +341,30 @@ func (s *Server) pageBounds(ctx context.Context, ws *workspace.Workspace, p stri
 	c.Offset += int64(a - len(before))
 	c.Data = []byte(window[a:b])
 	c.More = c.Offset+int64(len(c.Data)) < c.Size
+}
+
+// pageRuns moves a page's bounds [a, b) in window off the runs of value
+// characters they split. Pages tile the file, so nothing is lost: the end
+// backs off to the run's start, where the next page starts, or, when
+// that would leave the page empty, takes the run whole; a start inside a
+// run (an offset not from next_offset) skips to its end, the run being the
+// page before's. A run longer than textcut.Bound is cut: a page does not
+// drop part of a file. checkStart and checkEnd say whether window holds
+// what is around each bound.
+func pageRuns(window string, a, b int, checkStart, checkEnd bool) (int, int) {
+	if checkStart && textcut.Splits(window, a) {
+		if r := textcut.Resume(window, a, nil); r < b && !textcut.Splits(window, r) {
+			a = r
+		}
+	}
+	if checkEnd && textcut.Splits(window, b) {
+		if e := textcut.Cut(window, b, nil); e > a && !textcut.Splits(window, e) {
+			b = e
+		} else if e := textcut.Resume(window, b, nil); !textcut.Splits(window, e) {
+			b = e
+		}
+	}
+	return a, b
 }
 
 func renderRead(out ReadWorkspaceFileOutput) string {
@@ -425,15 +456,19 @@ func shownEntry(e workspace.Entry) WorkspaceEntry {
 }
 
 // maxReportedFiles bounds the files an execution reports, created or
-// changed and deleted alike; the rest are counted in files_omitted.
+// changed and deleted alike; the rest are counted in files_omitted. The
+// answer budget may list fewer (boundAnswer).
 const maxReportedFiles = 100
 
-// report fills out.Files and out.FilesDeleted with what the run changed,
-// and returns the result's content: the text
-// rendering with a line naming them, then a resource link for each file
-// created or changed. A link's URI is file:///workspace/<path>, where the
-// sandbox's code sees the file; read_workspace_file reads it by its path.
-func (s *Server) report(ctx context.Context, ns string, out *ExecuteCodeOutput, text string, rep workspace.Report) ([]mcp.Content, error) {
+// reportedFile is a file created or changed as the answer lists it.
+type reportedFile struct {
+	Path string
+	Size int64
+}
+
+// listFiles fills out.Files and out.FilesDeleted with what the run
+// changed, at most maxReportedFiles of them.
+func listFiles(out *ExecuteCodeOutput, rep workspace.Report) {
 	files, deleted := rep.Files, rep.Deleted
 	if len(files) > maxReportedFiles {
 		out.FilesOmitted += len(files) - maxReportedFiles
@@ -443,17 +478,30 @@ func (s *Server) report(ctx context.Context, ns string, out *ExecuteCodeOutput, 
 		out.FilesOmitted += len(deleted) - room
 		deleted = deleted[:room]
 	}
-	content := []mcp.Content{nil}
-	out.Files = make([]string, 0, len(files))
+	out.Files, out.files = make([]string, 0, len(files)), make([]reportedFile, 0, len(files))
 	for _, f := range files {
 		if f.Path == out.OutputFile {
 			continue // the answer's own output file, linked on its own
 		}
 		out.Files = append(out.Files, f.Path)
+		out.files = append(out.files, reportedFile{Path: f.Path, Size: f.Size})
+	}
+	out.FilesDeleted = append(out.FilesDeleted, deleted...)
+	out.filesIncomplete = rep.Incomplete
+}
+
+// answerContent is the result's content: the text rendering with a line
+// naming the files listed, then a resource link for each file created or
+// changed, then the link to the whole output of a cut answer (nil for
+// none). A link's URI is file:///workspace/<path>, where the sandbox's code
+// sees the file; read_workspace_file reads it by its path.
+func answerContent(out *ExecuteCodeOutput, outputLink *mcp.ResourceLink) []mcp.Content {
+	text := render(*out)
+	content := []mcp.Content{nil}
+	for _, f := range out.files {
 		size := f.Size
 		content = append(content, &mcp.ResourceLink{URI: fileURI(f.Path), Name: f.Path, MIMEType: mime.TypeByExtension(path.Ext(f.Path)), Size: &size})
 	}
-	out.FilesDeleted = append(out.FilesDeleted, deleted...)
 	if len(out.Files) > 0 {
 		text += "[files] " + strings.Join(out.Files, ", ") + "\n"
 	}
@@ -461,14 +509,25 @@ func (s *Server) report(ctx context.Context, ns string, out *ExecuteCodeOutput, 
 		text += "[deleted] " + strings.Join(out.FilesDeleted, ", ") + "\n"
 	}
 	if out.FilesOmitted > 0 {
-		text += fmt.Sprintf("[files] and %d more\n", out.FilesOmitted)
+		text += fmt.Sprintf("[files] and %d more%s\n", out.FilesOmitted, filesElsewhere(*out))
 	}
-	if rep.Incomplete {
+	if out.filesIncomplete {
 		// Say so rather than let files read as complete.
 		text += "[files] the workspace's changes could not all be tracked; files may be incomplete\n"
 	}
 	content[0] = &mcp.TextContent{Text: text}
-	return content, nil
+	if outputLink != nil {
+		content = append(content, outputLink)
+	}
+	return content
+}
+
+// filesElsewhere says where the files an answer leaves out are listed.
+func filesElsewhere(out ExecuteCodeOutput) string {
+	if out.OutputFile != "" {
+		return " (all are listed in " + out.OutputFile + "; list_workspace_files lists the workspace)"
+	}
+	return " (list_workspace_files lists them)"
 }
 
 // fileURI is the URI of a workspace file: its path in the sandbox.

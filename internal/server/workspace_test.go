@@ -137,8 +137,15 @@ func TestWorkspaceTools(t *testing.T) {
 	if r.Content != "line 1\nline 2\n" || r.Encoding != "text" || r.More || r.Size != 14 || text != r.Content {
 		t.Fatalf("read: %+v %q", r, text)
 	}
+	// A page neither ends nor starts inside a word: it leaves the one it
+	// ends in to the next page, and skips the rest of the one it starts in
+	// (an offset not from next_offset).
+	text = mustCall(t, cs, "read_workspace_file", map[string]any{"path": "data/notes.txt", "limit": 9}, &r)
+	if r.Content != "line 1\n" || !r.More || r.NextOffset != 7 || !strings.Contains(text, "read on at offset 7") {
+		t.Fatalf("page: %+v %q", r, text)
+	}
 	text = mustCall(t, cs, "read_workspace_file", map[string]any{"path": "data/notes.txt", "offset": 2, "limit": 5}, &r)
-	if r.Content != "ne 1\n" || !r.More || r.NextOffset != 7 || !strings.Contains(text, "read on at offset 7") {
+	if r.Content != " 1\n" || r.Offset != 4 || !r.More || r.NextOffset != 7 || !strings.Contains(text, "read on at offset 7") {
 		t.Fatalf("page: %+v %q", r, text)
 	}
 
@@ -380,18 +387,10 @@ func TestWorkspaceToolLimits(t *testing.T) {
 // the result says its files may be incomplete instead of passing them for
 // the whole list.
 func TestFilesIncompleteSaid(t *testing.T) {
-	s, err := New(Options{Config: allTools(config.Default()), Executor: &scriptExecutor{}, DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
 	for _, incomplete := range []bool{false, true} {
 		var out ExecuteCodeOutput
-		content, err := s.report(context.Background(), DefaultNamespace, &out, "ran\n", workspace.Report{Incomplete: incomplete})
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := content[0].(*mcp.TextContent).Text
+		listFiles(&out, workspace.Report{Incomplete: incomplete})
+		text := answerContent(&out, nil)[0].(*mcp.TextContent).Text
 		if said := strings.Contains(text, "may be incomplete"); said != incomplete {
 			t.Errorf("incomplete %v: %q", incomplete, text)
 		}

@@ -235,9 +235,41 @@ def encode_result(value, limit):
         text = repr(value)
     except Exception as e:  # a hostile __repr__ must not lose the output
         text = "<unrepresentable %s: %s>" % (type(value).__name__, e)
-    if len(text) > limit:
-        text = text[:limit] + "... [%d characters dropped]" % (len(text) - limit)
-    return {"kind": "repr", "value": text}
+    return {"kind": "repr", "value": cut_text(text, limit)}
+
+
+# A cut never leaves part of a value readable (the host's package textcut
+# states the rule): the run of the characters values are made of that the
+# cut would split (dave.trunc@example.o, 15 of a card's 16 digits) is
+# dropped, backing off at most CUT_BOUND characters.
+CUT_BOUND = 256
+
+
+def is_value_char(c):
+    return c.isalpha() or c.isdigit() or c in "@.+-_%"
+
+
+def cut_text(text, limit):
+    """text cut to at most limit characters, splitting no run of value
+    characters, the cut marked."""
+    if len(text) <= limit:
+        return text
+    end = max(limit, 0)
+    if end > 0 and is_value_char(text[end - 1]) and is_value_char(text[end]):
+        stop = max(0, end - CUT_BOUND)
+        while end > stop and is_value_char(text[end - 1]):
+            end -= 1
+    return text[:end] + "... [%d characters dropped]" % (len(text) - end)
+
+
+def cut_error(error, limits):
+    """An error's message and traceback, each cut to the result's limit: a
+    frame has a bound, and an exception's message does not."""
+    limit = limits.get("result_bytes", 1 << 20)
+    for key in ("message", "traceback"):
+        if isinstance(error.get(key), str):
+            error[key] = cut_text(error[key], limit)
+    return error
 
 
 _GEN = None  # the directory of the generated servers package (--gen), once known
@@ -557,11 +589,11 @@ def execute(chan, req, outfds=None, glb=None, pipes=None):
     except SystemExit as e:
         if e.code not in (None, 0):
             out["ok"] = False
-            out["error"] = {"type": "SystemExit", "message": "exit status %r" % (e.code,),
-                            "traceback": ""}
+            out["error"] = cut_error({"type": "SystemExit", "message": "exit status %r" % (e.code,),
+                                      "traceback": ""}, limits)
     except BaseException as e:
         out["ok"] = False
-        out["error"] = error_of(e, limits)
+        out["error"] = cut_error(error_of(e, limits), limits)
     try:
         _display.collect(out, value, has)
     except BaseException as e:  # images are extra: never lose the result for them

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"regexp"
+	"testing"
+)
+
+// largestAnswers are the largest answers code can ask for (issue #28,
+// findings 7 and 8): an exception's message, a traceback through 900
+// functions with long names, 100 files with 4 KB paths, and all of them at
+// once with both streams past the output limit.
+var largestAnswers = []struct{ name, code string }{
+	{"exception message", "raise ValueError('E' * 900000)"},
+	{"deep traceback", deepTraceback},
+	{"long file names", longFileNames},
+	{"all at once", "import sys\nprint('o' * 2_000_000)\nsys.stderr.write('e' * 2_000_000)\nresult = 'r' * 2_000_000\n" +
+		longFileNames + "\n" + deepTraceback},
+}
+
+// deepTraceback raises at the end of a chain of 900 functions, each
+// named with 200 characters, with a message of 900,000.
+const deepTraceback = `
+src = ""
+for i in range(900):
+    name = "f%04d_" % i + "n" * 200
+    nxt = "f%04d_" % (i + 1) + "n" * 200
+    body = "raise ValueError('E' * 900000)" if i == 899 else nxt + "()"
+    src += "def %s():\n    %s\n" % (name, body)
+exec(compile(src, "chain.py", "exec"))
+globals()["f0000_" + "n" * 200]()
+`
+
+// longFileNames writes 100 files, each 4 KB of path deep.
+const longFileNames = `
+import os
+for i in range(100):
+    d = os.path.join("f%03d" % i, *["d" * 250] * 15)
+    os.makedirs(d, exist_ok=True)
+    open(os.path.join(d, "data.txt"), "w").write("x")
+`
+
+// answerMarkers matches what marks a cut in an answer.
+var answerMarkers = regexp.MustCompile(`\[codecell: [^\]]*\]|\[files\] and \d+ more \([^)]*\)|\[cut to the answer budget[^\]]*\]`)
+
+// TestAnswerBudgetHoldsLargestAnswers: the serialized answer to each of
+// largestAnswers, run in the real sandbox, is at most the answer budget
+// and the markers of its cuts. Before, the exception's answer was 2.6 MiB
+// and the files' 1.45 MiB.
+func TestAnswerBudgetHoldsLargestAnswers(t *testing.T) {
+	requireProduction(t)
+	const budget = 20_000
+	cfgPath, dataDir := testDirs(t, `{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 1, "timeout": "60s", "answerBudget": 20000},
+		"toolsets": ["exec"]}`)
+	cs := serveStdio(t, cfgPath, dataDir, nil)
+	defer cs.Close()
+	for _, tt := range largestAnswers {
+		t.Run(tt.name, func(t *testing.T) {
+			res, out := call(t, cs, map[string]any{"code": tt.code, "timeout_seconds": 60})
+			raw, _ := json.Marshal(res)
+			markers := 0
+			for _, m := range answerMarkers.FindAll(raw, -1) {
+				markers += len(m)
+			}
+			t.Logf("%s: the answer is %d bytes (markers %d)", tt.name, len(raw), markers)
+			if len(raw) > budget+markers {
+				t.Errorf("the answer is %d bytes, over the budget of %d and its markers' %d", len(raw), budget, markers)
+			}
+			if out.OutputFile == "" {
+				t.Errorf("nothing says where the whole output is: %.500s", raw)
+			}
+		})
+	}
+}
