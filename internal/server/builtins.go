@@ -25,9 +25,8 @@ import (
 type builtin struct {
 	toolset string
 	tool    *mcp.Tool // with its schemas
-	// register adds the tool to an MCP server, under the definition t (the
-	// tool, or a copy whose description changed).
-	register func(m *mcp.Server, t *mcp.Tool)
+	// register adds the tool to an MCP server.
+	register func(*mcp.Server)
 	// call runs the tool for code in namespace ns; nil when code cannot
 	// call it (see notFromCode).
 	call func(ctx context.Context, ns string, args json.RawMessage) (any, error)
@@ -84,7 +83,7 @@ func addTool[In, Out any](s *Server, toolset string, t *mcp.Tool, h mcp.ToolHand
 	if err != nil {
 		panic(fmt.Sprintf("resolve the input schema of %s: %v", t.Name, err))
 	}
-	b := &builtin{toolset: toolset, tool: t, register: func(m *mcp.Server, t *mcp.Tool) { m.AddTool(t, typedHandler(resolved, h)) }}
+	b := &builtin{toolset: toolset, tool: t, register: func(m *mcp.Server) { m.AddTool(t, typedHandler(resolved, h)) }}
 	if !slices.Contains(notFromCode, t.Name) {
 		b.call = func(ctx context.Context, ns string, args json.RawMessage) (any, error) {
 			return callFromCode(ctx, ns, t.Name, resolved, args, h)

@@ -80,7 +80,7 @@ func (s *Server) addDiscoveryTools() {
 	addTool(s, "discovery", &mcp.Tool{
 		Name:        "search_tools",
 		Title:       "Search upstream tools",
-		Description: searchToolsBase,
+		Description: "Find tools by what they do: the MCP servers' tools and codecell's own (from codecell import ...).",
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in SearchToolsInput) (*mcp.CallToolResult, SearchToolsOutput, error) {
 		out, err := s.searchTools(in)
 		if err != nil {

@@ -103,8 +103,6 @@ type Server struct {
 	replica string
 	log     *slog.Logger
 	mcp     *mcp.Server
-	// announce keeps the listed servers in search_tools' description.
-	announce announcer
 }
 
 // DefaultNamespace is the namespace of stdio clients and of HTTP without
@@ -172,10 +170,9 @@ func New(opts Options) (*Server, error) {
 	s.addResources()
 	for _, b := range s.builtins {
 		if b.listed(opts.Config.Toolsets) {
-			b.register(s.mcp, b.tool)
+			b.register(s.mcp)
 		}
 	}
-	s.announceServers()
 	// Last, so that it is the outermost: every answer, whatever made it,
 	// passes the gate.
 	s.mcp.AddReceivingMiddleware(s.gateMiddleware)
@@ -191,7 +188,6 @@ func (s *Server) RefreshTools() error {
 		s.log.Error("refresh tools", "error", err)
 		return err
 	}
-	s.announceServers()
 	return nil
 }
 
