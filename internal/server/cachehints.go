@@ -12,12 +12,10 @@ import (
 // keeps one only if it is public.
 //
 // The lists of tools and templates, and server/discover, are the same for
-// every caller: they depend on the config, and the tool list on the
-// upstreams' servers too, whose change the server announces
-// (notifications/tools/list_changed, or subscriptions/listen for 2026
-// clients). What lies in a workspace (resources/list and resources/read) is
-// one namespace's, and any execution may change it: private, and stale at
-// once.
+// every caller and depend on the config alone (upstream tools are found
+// with search_tools, never listed). What lies in a workspace
+// (resources/list and resources/read) is one namespace's, and any
+// execution may change it: private, and stale at once.
 const staticListTTL = 5 * time.Minute
 
 // setCacheHints is the MCP server's SetCacheable.
