@@ -204,6 +204,12 @@ func findCards(sc *scan, dst []Match) []Match {
 			if n := len(digitsOf(text[cs:ce])); n < 13 || n > 19 || !validCard(text[cs:ce]) {
 				return false
 			}
+			// A group joined to the card's first or last by a dash or a
+			// dot the card does not use belongs to another value (the
+			// serial of an SSN before it: 287-65-4321 4111 1111 ...).
+			if foreignJoin(text, cs, ce) {
+				return false
+			}
 			dst = sc.add(dst, KindCard, cs, ce)
 			return true
 		})
@@ -306,6 +312,16 @@ func cardGrouping(v string) bool {
 		}
 	}
 	return true
+}
+
+// foreignJoin reports whether text[s:e], a run of groups, is joined at
+// either end to more digits by a dash or dot it does not use inside.
+func foreignJoin(text string, s, e int) bool {
+	inside := text[s:e]
+	if s > 1 && (text[s-1] == '-' || text[s-1] == '.') && isDigit(text[s-2]) && !strings.ContainsRune(inside, rune(text[s-1])) {
+		return true
+	}
+	return e+1 < len(text) && (text[e] == '-' || text[e] == '.') && isDigit(text[e+1]) && !strings.ContainsRune(inside, rune(text[e]))
 }
 
 func luhn(d string) bool {

@@ -102,7 +102,8 @@ func findPhones(sc *scan, dst []Match) []Match {
 			// Part of a longer run of groups must stand apart from the
 			// rest ("…, 020 7946 0958 / 07700 900123"): a single space or
 			// dash would make it a piece of one longer number.
-			if i > 0 && weakGap(text[groups[i-1].end:gs]) && !opens(text[gs]) || j < len(groups)-1 && weakGap(text[ge:groups[j+1].start]) && !opens(text[groups[j+1].start]) {
+			if i > 0 && weakGap(text[groups[i-1].end:gs]) && !opens(text[gs]) && joinsOn(text, groups, i-1, -1) ||
+				j < len(groups)-1 && weakGap(text[ge:groups[j+1].start]) && !opens(text[groups[j+1].start]) && joinsOn(text, groups, j+1, 1) {
 				return false
 			}
 			if !sc.det.isPhone(sc, gs, ge, groups[i:j+1]) {
@@ -138,6 +139,29 @@ func hasDigitWord(s string, fromStart bool) bool {
 // them: nothing, or one space, dash or dot.
 func weakGap(gap string) bool {
 	return len(gap) <= 1
+}
+
+// joinsOn reports whether the neighbour group k, across a weak gap from
+// a number (dir -1: the number is after it; 1: before it), belongs with
+// the number: unless the neighbour is joined onward to a group of its own
+// by another separator than the gap ("... 6922 18.234.65.236", "...-3317
+// 287-65-4321"): then it starts a value of its own.
+func joinsOn(text string, groups []phoneGroup, k, dir int) bool {
+	var gap, onward string
+	if dir < 0 {
+		gap = text[groups[k].end:groups[k+1].start]
+		if k == 0 {
+			return true
+		}
+		onward = text[groups[k-1].end:groups[k].start]
+	} else {
+		gap = text[groups[k-1].end:groups[k].start]
+		if k == len(groups)-1 {
+			return true
+		}
+		onward = text[groups[k].end:groups[k+1].start]
+	}
+	return onward == gap
 }
 
 // opens reports whether c starts a number of its own: a + or an opening

@@ -143,6 +143,7 @@ func TestFileNameValues(t *testing.T) {
 		"disputes/4837-2554-85949.json":                                          {KindCard, "4837-2554-85949"},
 		".cache/tokens/xoxb-241963953803-5067061398444-3cfxiwgvvhb6pvbcgevlzmb2": {KindSecret, "xoxb-241963953803-5067061398444-3cfxiwgvvhb6pvbcgevlzmb2"},
 		"keys/sk_live_XUwpkf3H5aQdDH4P1opP8QoXfNzaB4ZkjV.json":                   {KindSecret, "sk_live_XUwpkf3H5aQdDH4P1opP8QoXfNzaB4ZkjV"},
+		"creds/AKIA7F2BJZN5PUEGOPQL/backup.txt":                                  {KindSecret, "AKIA7F2BJZN5PUEGOPQL"},
 		"Chrome/115.0.4794.223 Safari":                                           {},
 	} {
 		got := found(d, text)
@@ -179,5 +180,23 @@ func TestKeep(t *testing.T) {
 	}
 	if got := found(d, "lookup db on 10.20.30.40:53: no such host; client 10.20.30.41"); !reflect.DeepEqual(got, []kv{{KindIPv4, "10.20.30.41"}}) {
 		t.Errorf("found %v", got)
+	}
+}
+
+// TestAdjacentValues: values printed one after another with single
+// spaces (print(email, phone, ssn, card)) are each found whole: a group
+// joined onward by another separator than the gap before it starts a
+// value of its own.
+func TestAdjacentValues(t *testing.T) {
+	d := mustNew(t, nil)
+	for text, want := range map[string][]kv{
+		"alice@example.com (718) 842-3317 287-65-4321 4111 1111 1111 1111": {{KindEmail, "alice@example.com"}, {KindPhone, "(718) 842-3317"}, {KindSSN, "287-65-4321"}, {KindCard, "4111 1111 1111 1111"}},
+		"+1 214 865 6922 18.234.65.236":                                    {{KindPhone, "+1 214 865 6922"}, {KindIPv4, "18.234.65.236"}},
+		"040 3057386 192.168.157.119":                                      {{KindPhone, "040 3057386"}, {KindIPv4, "192.168.157.119"}},
+		"020 7946 0958 1234":                                               nil, // one longer run: no part of it is taken
+	} {
+		if got := found(d, text); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: found %v, want %v", text, got, want)
+		}
 	}
 }

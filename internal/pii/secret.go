@@ -399,6 +399,9 @@ func secretChar(c byte) bool {
 func widenSecret(text string, s, e int) (int, int) {
 	e0 := e
 	for e < len(text) && secretChar(text[e]) {
+		if text[e] == '/' && e == e0 && pathAfter(text[e+1:]) {
+			break // keys/<token>/meta.json
+		}
 		e++
 	}
 	for e > s+1 && text[e-1] == '.' && (e == len(text) || !secretChar(text[e])) {
@@ -414,6 +417,19 @@ func widenSecret(text string, s, e int) (int, int) {
 		s--
 	}
 	return s, e
+}
+
+// pathAfter reports whether text after a slash goes on as a path: a
+// lower-case file or directory name.
+func pathAfter(after string) bool {
+	i := 0
+	for i < len(after) && (isWord(after[i]) || after[i] == '.' || after[i] == '-') {
+		if 'A' <= after[i] && after[i] <= 'Z' {
+			return false
+		}
+		i++
+	}
+	return i > 0 && (i == len(after) || !secretChar(after[i]) || after[i] == '/')
 }
 
 // dirName reports whether the text before a slash ends with a directory's
