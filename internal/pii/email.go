@@ -88,8 +88,18 @@ done:
 	for s < at && strings.IndexByte(".+-_", text[s]) >= 0 {
 		s++
 	}
+	// A local part is at most 64 characters: before a longer run, in a
+	// file name (00042_nnnn…_alice@example.com.txt), the address starts
+	// after the last joiner that leaves it no longer.
+	for at-s > 64 {
+		i := strings.IndexAny(text[s:at], "_-.+")
+		if i < 0 {
+			return -1
+		}
+		s += i + 1
+	}
 	local := text[s:at]
-	if local == "" || strings.HasSuffix(local, ".") || strings.Contains(local, "..") || len(local) > 64 {
+	if local == "" || strings.HasSuffix(local, ".") || strings.Contains(local, "..") {
 		return -1
 	}
 	// The password of a URL (ftp://user:pass@host) is not an address.

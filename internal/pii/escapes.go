@@ -198,17 +198,13 @@ func (v view) compose(outer view) view {
 	return out
 }
 
-// views are the decoded views of text, one per layer of escaping, each
-// mapped to text.
+// views are the decoded views of text, one per layer of escaping, then
+// one with its spelling normalized (see normalize), each mapped to text.
 func views(text string) []view {
 	var out []view
 	cur := text
 	var prev *view
-	for range maxUnescape {
-		if !hasEscape(cur) {
-			break
-		}
-		v := unescape(cur)
+	add := func(v view) {
 		if prev != nil {
 			v = prev.compose(v)
 		}
@@ -216,7 +212,140 @@ func views(text string) []view {
 		prev = &out[len(out)-1]
 		cur = v.text
 	}
+	for range maxUnescape {
+		if !hasEscape(cur) {
+			break
+		}
+		add(unescape(cur))
+	}
+	if needsNormal(cur) {
+		add(normalize(cur))
+	}
 	return out
+}
+
+// A value can also be spelled so that a model reads it and a pattern does
+// not: fullwidth forms (（７１８） ８４２－３３１７), zero-width characters inside
+// it, no-break or thin spaces and Unicode dashes between its groups, HTML
+// character references (alice&#64;example.com). normalize maps these to
+// what they stand for: NFKC-like for fullwidth ASCII, spaces and dashes
+// to ' ' and '-', zero-width characters dropped, numeric and a few named
+// references decoded. Homoglyphs of other scripts are not mapped.
+
+// needsNormal reports whether s holds anything normalize changes.
+func needsNormal(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '&':
+			if _, n := entity(s[i:]); n > 0 {
+				return true
+			}
+		case s[i] >= 0x80:
+			r, _ := utf8.DecodeRuneInString(s[i:])
+			if normalRune(r) != r || zeroWidth(r) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func zeroWidth(r rune) bool {
+	switch r {
+	case 0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD:
+		return true
+	}
+	return false
+}
+
+// normalRune is the ASCII a character stands for in a value, or itself.
+func normalRune(r rune) rune {
+	switch {
+	case 0xFF01 <= r && r <= 0xFF5E: // fullwidth ASCII
+		return r - 0xFEE0
+	case r == 0x3000, r == 0x00A0, 0x2000 <= r && r <= 0x200A, r == 0x202F, r == 0x205F:
+		return ' '
+	case 0x2010 <= r && r <= 0x2015, r == 0x2212, r == 0xFE63:
+		return '-'
+	case r == 0xFF0E, r == 0x3002, r == 0xFE52:
+		return '.'
+	}
+	return r
+}
+
+// entities are the named character references that spell values.
+var entities = map[string]string{"amp": "&", "commat": "@", "period": ".", "plus": "+", "hyphen": "-", "dash": "-", "nbsp": " ", "lpar": "(", "rpar": ")", "colon": ":", "lowbar": "_", "sol": "/"}
+
+// normalize maps s's spelling to plain ASCII where it stands for it.
+func normalize(s string) view {
+	v := view{start: make([]int, 0, len(s)), end: make([]int, 0, len(s))}
+	var b strings.Builder
+	emit := func(str string, from, to int) {
+		b.WriteString(str)
+		for range len(str) {
+			v.start = append(v.start, from)
+			v.end = append(v.end, to)
+		}
+	}
+	for i := 0; i < len(s); {
+		if s[i] == '&' {
+			if r, n := entity(s[i:]); n > 0 {
+				emit(r, i, i+n)
+				i += n
+				continue
+			}
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case zeroWidth(r):
+			// dropped
+		default:
+			emit(string(normalRune(r)), i, i+size)
+		}
+		i += size
+	}
+	v.text = b.String()
+	return v
+}
+
+// entity decodes the character reference at the start of s: &#64;,
+// &#x40;, &commat;. It returns what it stands for and its length, or 0.
+func entity(s string) (string, int) {
+	end := strings.IndexByte(s[:min(len(s), 12)], ';')
+	if end < 3 {
+		return "", 0
+	}
+	body := s[1:end]
+	if body[0] == '#' {
+		var r rune
+		digits := body[1:]
+		base := rune(10)
+		if len(digits) > 0 && (digits[0] == 'x' || digits[0] == 'X') {
+			digits, base = digits[1:], 16
+		}
+		if digits == "" {
+			return "", 0
+		}
+		for i := 0; i < len(digits); i++ {
+			c := digits[i]
+			switch {
+			case isDigit(c):
+				r = r*base + rune(c-'0')
+			case base == 16 && isHex(c):
+				r = r*base + hexVal(string(c))
+			default:
+				return "", 0
+			}
+		}
+		if !utf8.ValidRune(r) || r == 0 {
+			return "", 0
+		}
+		return string(normalRune(r)), end + 1
+	}
+	if t, ok := entities[body]; ok {
+		return t, end + 1
+	}
+	return "", 0
 }
 
 // span maps a match in the view back to the original text's span.

@@ -102,8 +102,8 @@ func findPhones(sc *scan, dst []Match) []Match {
 			// Part of a longer run of groups must stand apart from the
 			// rest ("…, 020 7946 0958 / 07700 900123"): a single space or
 			// dash would make it a piece of one longer number.
-			if i > 0 && weakGap(text[groups[i-1].end:gs]) && !opens(text[gs]) && joinsOn(text, groups, i-1, -1) ||
-				j < len(groups)-1 && weakGap(text[ge:groups[j+1].start]) && !opens(text[groups[j+1].start]) && joinsOn(text, groups, j+1, 1) {
+			if i > 0 && weakGap(text[groups[i-1].end:gs]) && !opens(text[gs]) && joins(text, groups, i-1, i, j) ||
+				j < len(groups)-1 && weakGap(text[ge:groups[j+1].start]) && !opens(text[groups[j+1].start]) && joins(text, groups, j+1, i, j) {
 				return false
 			}
 			if !sc.det.isPhone(sc, gs, ge, groups[i:j+1]) {
@@ -141,27 +141,43 @@ func weakGap(gap string) bool {
 	return len(gap) <= 1
 }
 
-// joinsOn reports whether the neighbour group k, across a weak gap from
-// a number (dir -1: the number is after it; 1: before it), belongs with
-// the number: unless the neighbour is joined onward to a group of its own
-// by another separator than the gap ("... 6922 18.234.65.236", "...-3317
-// 287-65-4321"): then it starts a value of its own.
-func joinsOn(text string, groups []phoneGroup, k, dir int) bool {
-	var gap, onward string
-	if dir < 0 {
-		gap = text[groups[k].end:groups[k+1].start]
-		if k == 0 {
-			return true
+// joins reports whether the neighbour group k, across a weak gap from
+// the number of groups i..j, would continue it: the gap must be written
+// as the number's own separator next to it and as the neighbour's to its
+// next group (where they have one). Otherwise the two are values printed
+// side by side ("(718) 842-3317 4111 1111 1111 1111", "+1 214 865 6922
+// 18.234.65.236", "...-3317 287-65-4321").
+func joins(text string, groups []phoneGroup, k, i, j int) bool {
+	sep := func(a int) string { return text[groups[a].end:groups[a+1].start] }
+	var gap, inner, onward string
+	hasInner, hasOnward := i < j, false
+	if k < i { // before the number
+		gap = sep(k)
+		if hasInner {
+			inner = sep(i)
 		}
-		onward = text[groups[k-1].end:groups[k].start]
+		if hasOnward = k > 0; hasOnward {
+			onward = sep(k - 1)
+		}
 	} else {
-		gap = text[groups[k-1].end:groups[k].start]
-		if k == len(groups)-1 {
-			return true
+		gap = sep(j)
+		if hasInner {
+			inner = sep(j - 1)
 		}
-		onward = text[groups[k].end:groups[k+1].start]
+		if hasOnward = k < len(groups)-1; hasOnward {
+			onward = sep(k)
+		}
 	}
-	return onward == gap
+	if hasInner && len(strings.TrimPrefix(inner, ")")) > 1 {
+		return true // the number itself is not written as one
+	}
+	return (!hasInner || sameSep(inner, gap)) && (!hasOnward || onward == gap)
+}
+
+// sameSep reports whether a number's separator next to a gap is the
+// gap's: a parenthesized area code's ") " counts as a space.
+func sameSep(inner, gap string) bool {
+	return inner == gap || strings.TrimPrefix(inner, ")") == gap
 }
 
 // opens reports whether c starts a number of its own: a + or an opening

@@ -53,10 +53,11 @@ func TestEmailDomainPrefix(t *testing.T) {
 		"inbox/judy+alerts@example.at-95.eml": "judy+alerts@example.at",
 		"see alice@example.com.backup2 now":   "alice@example.com",
 		"ada@example.com.au":                  "ada@example.com.au",
-		"file:///ada@example.org":             "ada@example.org",
-		"logo@2x.png":                         "",
-		"actions/checkout@v4.1.1":             "",
-		"ssh://git@github.com/org/repo":       "",
+		"many/00042_" + strings.Repeat("n", 180) + "_alice.leak@example.com.txt": "alice.leak@example.com",
+		"file:///ada@example.org":       "ada@example.org",
+		"logo@2x.png":                   "",
+		"actions/checkout@v4.1.1":       "",
+		"ssh://git@github.com/org/repo": "",
 	} {
 		var got string
 		if ms := d.Find(text); len(ms) == 1 && ms[0].Kind == KindEmail {
@@ -193,9 +194,30 @@ func TestAdjacentValues(t *testing.T) {
 		"alice@example.com (718) 842-3317 287-65-4321 4111 1111 1111 1111": {{KindEmail, "alice@example.com"}, {KindPhone, "(718) 842-3317"}, {KindSSN, "287-65-4321"}, {KindCard, "4111 1111 1111 1111"}},
 		"+1 214 865 6922 18.234.65.236":                                    {{KindPhone, "+1 214 865 6922"}, {KindIPv4, "18.234.65.236"}},
 		"040 3057386 192.168.157.119":                                      {{KindPhone, "040 3057386"}, {KindIPv4, "192.168.157.119"}},
+		"bad row: (718) 842-3317 4111 1111 1111 1111":                      {{KindPhone, "(718) 842-3317"}, {KindCard, "4111 1111 1111 1111"}},
+		"cell: 05.12.11.44.06  5248 8256 9216 0063":                        {{KindPhone, "05.12.11.44.06"}, {KindCard, "5248 8256 9216 0063"}},
 		"020 7946 0958 1234":                                               nil, // one longer run: no part of it is taken
 	} {
 		if got := found(d, text); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: found %v, want %v", text, got, want)
+		}
+	}
+}
+
+// TestSpelledValues: values spelled so that a model reads them and a
+// pattern does not (fullwidth forms, zero-width characters, thin or
+// no-break spaces, HTML character references) are found and replaced
+// whole.
+func TestSpelledValues(t *testing.T) {
+	d := mustNew(t, nil)
+	for text, want := range map[string]kv{
+		"mail alice.leak\u200d@example.com now": {KindEmail, "alice.leak\u200d@example.com"},
+		"call （７１８） ８４２－３３１７ now":               {KindPhone, "（７１８） ８４２－３３１７"},
+		"write alice.leak&#64;example.com":      {KindEmail, "alice.leak&#64;example.com"},
+		"write alice&commat;example.com":        {KindEmail, "alice&commat;example.com"},
+		"tel +44\u202f20\u202f7946\u202f0958":   {KindPhone, "+44\u202f20\u202f7946\u202f0958"},
+	} {
+		if got := found(d, text); !reflect.DeepEqual(got, []kv{want}) {
 			t.Errorf("%q: found %v, want %v", text, got, want)
 		}
 	}
