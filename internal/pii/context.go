@@ -125,10 +125,13 @@ func (s *scan) labelledExact(start int, labels map[string]bool) bool {
 }
 
 // table is a block of delimited lines (CSV, TSV, a Markdown table) under a
-// header line of names.
+// header line of names, or of lines whose columns are aligned with spaces
+// under their names (a printed pandas DataFrame, a fixed-width report):
+// delim ' ', with cols the names' column spans in the header line.
 type table struct {
 	delim      byte
 	names      []string
+	cols       [][2]int
 	start, end int // the byte span of its data lines (after the header)
 }
 
@@ -158,19 +161,22 @@ func (s *scan) tables() []table {
 	}
 	for i := 0; i < len(lines); i++ {
 		l := strings.TrimRight(text[lines[i].start:lines[i].end], "\r")
-		for _, delim := range []byte{',', ';', '\t', '|'} {
+		for _, delim := range []byte{',', ';', '\t', '|', ' '} {
 			names := headerNames(l, delim)
 			if names == nil {
 				continue
 			}
 			t := table{delim: delim, names: names, start: lines[i].end}
+			if delim == ' ' {
+				t.cols = fieldSpans(l, ' ')
+			}
 			k := i + 1
 			for ; k < len(lines); k++ {
 				row := strings.TrimRight(text[lines[k].start:lines[k].end], "\r")
 				if delim == '|' && mdRule.MatchString(row) {
 					continue
 				}
-				if strings.TrimSpace(row) == "" || len(fieldSpans(row, delim)) != len(names) {
+				if strings.TrimSpace(row) == "" || delim != ' ' && len(fieldSpans(row, delim)) != len(names) || delim == ' ' && !alignedRow(row, t.cols) {
 					break
 				}
 				t.end = lines[k].end
@@ -198,6 +204,10 @@ func headerNames(line string, delim byte) []string {
 	names := make([]string, len(spans))
 	for i, sp := range spans {
 		n := strings.TrimSpace(strings.Trim(strings.TrimSpace(line[sp[0]:sp[1]]), `"*`))
+		if delim == ' ' && n == "..." { // a printed DataFrame's elided columns
+			names[i] = n
+			continue
+		}
 		if n == "" || len(n) > 40 || strings.ContainsAny(n, "@=") || !unicode.IsLetter(rune(n[0])) {
 			return nil
 		}
@@ -206,10 +216,42 @@ func headerNames(line string, delim byte) []string {
 	return names
 }
 
+// alignedRow reports whether a line is a row of a table aligned with
+// spaces under columns: two fields or more, each under a column (sharing
+// some of its span) but for a first one left of them all (an index).
+func alignedRow(row string, cols [][2]int) bool {
+	fields := fieldSpans(row, ' ')
+	if len(fields) < 2 {
+		return false
+	}
+	for i, f := range fields {
+		if alignedColumn(f, cols) < 0 && !(i == 0 && f[1] <= cols[0][0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// alignedColumn is the index of the column whose span the field's shares
+// most of, or -1.
+func alignedColumn(f [2]int, cols [][2]int) int {
+	best, most := -1, 0
+	for i, c := range cols {
+		if n := min(f[1], c[1]) - max(f[0], c[0]); n > most {
+			best, most = i, n
+		}
+	}
+	return best
+}
+
 // fieldSpans returns the spans of a delimited line's fields, keeping
 // delimiters inside double quotes; a Markdown row's outer bars are not
-// field separators.
+// field separators. Fields aligned with spaces (delim ' ') are set apart
+// by two spaces or more; one space is inside a field ("Grace Larsen").
 func fieldSpans(line string, delim byte) [][2]int {
+	if delim == ' ' {
+		return spacedFields(line)
+	}
 	lo, hi := 0, len(line)
 	if delim == '|' {
 		t := strings.TrimSpace(line)
@@ -241,6 +283,27 @@ func fieldSpans(line string, delim byte) [][2]int {
 	return append(out, [2]int{last, hi})
 }
 
+// spacedFields are the spans of a line's fields set apart by two spaces
+// or more (or a tab).
+func spacedFields(line string) [][2]int {
+	var out [][2]int
+	start := -1
+	for i := 0; i <= len(line); i++ {
+		gap := i == len(line) || line[i] == '\t' || line[i] == ' ' && (i+1 == len(line) || line[i+1] == ' ' || line[i+1] == '\t' || start < 0)
+		if gap {
+			if start >= 0 {
+				out = append(out, [2]int{start, i})
+				start = -1
+			}
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	return out
+}
+
 // column is the header name of the table field text[pos] is in.
 func (s *scan) column(pos int) (string, bool) {
 	for _, t := range s.tables() {
@@ -251,7 +314,13 @@ func (s *scan) column(pos int) (string, bool) {
 		lineEnd := lineEnd(s.text, pos)
 		line := strings.TrimRight(s.text[lineStart:lineEnd], "\r")
 		for i, sp := range fieldSpans(line, t.delim) {
-			if lineStart+sp[0] <= pos && pos <= lineStart+sp[1] && i < len(t.names) {
+			if !(lineStart+sp[0] <= pos && pos <= lineStart+sp[1]) {
+				continue
+			}
+			if t.delim == ' ' {
+				i = alignedColumn(sp, t.cols)
+			}
+			if i >= 0 && i < len(t.names) {
 				return t.names[i], true
 			}
 		}
@@ -276,6 +345,16 @@ func (s *scan) cells(labels func(name string) bool, f func(start, end int, name 
 			le := lineEnd(s.text, ls)
 			line := strings.TrimRight(s.text[ls:le], "\r")
 			spans := fieldSpans(line, t.delim)
+			if t.delim == ' ' {
+				// Each field under the column it is aligned with.
+				byCol := make([][2]int, len(t.names))
+				for _, f := range spans {
+					if c := alignedColumn(f, t.cols); c >= 0 {
+						byCol[c] = f
+					}
+				}
+				spans = byCol
+			}
 			if len(spans) == len(t.names) {
 				for _, c := range cols {
 					a, b := ls+spans[c][0], ls+spans[c][1]

@@ -46,6 +46,18 @@ type Match struct {
 	Kind       string
 	Start, End int
 	Value      string
+	// Decoded is the value when the text writes it escaped
+	// ("jos\u00e9@example.org" for josé@example.org), else "": the value
+	// a token stands for, which restoring it gives back.
+	Decoded string
+}
+
+// Plain is the value as it is meant: Decoded, else Value.
+func (m Match) Plain() string {
+	if m.Decoded != "" {
+		return m.Decoded
+	}
+	return m.Value
 }
 
 // Custom is an operator-defined kind from the config: every match of Pattern
@@ -61,10 +73,15 @@ type Options struct {
 	Custom []Custom
 	// PhoneRegion is the region (ISO 3166-1 alpha-2, such as "GB" or
 	// "DE") in whose national format a phone number written without a
-	// country code is read first; "" means "US". Numbers of the other
-	// regions of nationalRegions are found too when written in their own
-	// national format with its trunk prefix ("020 7946 0958").
+	// country code is read first; "" means "US". North American formats
+	// are read whatever the region. Numbers of the other regions of
+	// nationalRegions are found too when written in their own national
+	// format with its trunk prefix ("020 7946 0958").
 	PhoneRegion string
+	// Keep are values that are not personal data wherever they appear,
+	// as an operator's own infrastructure (its DNS resolvers): they are
+	// never reported.
+	Keep []string
 }
 
 type customDetector struct {
@@ -75,7 +92,11 @@ type customDetector struct {
 // Detector finds PII in text. It is safe for concurrent use once built.
 type Detector struct {
 	custom      []customDetector
+	keep        map[string]bool
 	phoneRegion string
+	// homeRegions are the regions whose national formats are read
+	// without a trunk prefix or a label: the default region, and "US".
+	homeRegions []string
 	secrets     *secretRules
 }
 
@@ -88,11 +109,18 @@ var kindRE = regexp.MustCompile(`^[A-Z][A-Z0-9]*(?:_[A-Z][A-Z0-9]*)*$`)
 // region must be one libphonenumber knows.
 func New(opts Options) (*Detector, error) {
 	d := &Detector{phoneRegion: strings.ToUpper(opts.PhoneRegion)}
+	if len(opts.Keep) > 0 {
+		d.keep = set(opts.Keep...)
+	}
 	if d.phoneRegion == "" {
 		d.phoneRegion = "US"
 	}
 	if !phonenumbers.GetSupportedRegions()[d.phoneRegion] {
 		return nil, fmt.Errorf("pii: phone region %q is not a region libphonenumber knows (want an ISO 3166-1 code such as US, GB or DE)", opts.PhoneRegion)
+	}
+	d.homeRegions = []string{d.phoneRegion}
+	if d.phoneRegion != "US" {
+		d.homeRegions = append(d.homeRegions, "US")
 	}
 	seen := map[string]bool{}
 	for _, k := range Kinds {
@@ -149,8 +177,27 @@ func (d *Detector) FindLabelled(label, text string) []Match {
 }
 
 // find finds the matches in text that start at from or later; what comes
-// before from is context only.
+// before from is context only. Values written with backslash escapes are
+// found too (see views).
 func (d *Detector) find(text string, from int) []Match {
+	found := d.findIn(text, from)
+	for _, v := range views(text) {
+		found = mergeView(text, found, v, d.findIn(v.text, v.offset(from)))
+	}
+	if d.keep != nil {
+		kept := found[:0]
+		for _, m := range found {
+			if !d.keep[m.Plain()] {
+				kept = append(kept, m)
+			}
+		}
+		found = kept
+	}
+	return found
+}
+
+// findIn is find in text as it is written.
+func (d *Detector) findIn(text string, from int) []Match {
 	sc := &scan{text: text, det: d}
 	var cands []Match
 	cands = d.secrets.find(sc, cands)

@@ -71,7 +71,7 @@ func localStart(text string, at int) int {
 		r, size := utf8.DecodeLastRuneInString(text[:s])
 		switch {
 		case r < utf8.RuneSelf && (isWord(byte(r)) || strings.IndexByte(".+-", byte(r)) >= 0):
-		case r == '\'' && s-size > 0 && s < at && isLetterRune(lastRune(text[:s-size])) && isLetterRune(firstRune(text[s:])):
+		case r == '\'' && s-size > 0 && s < at && isLetterRune(lastRune(text[:s-size])) && isLetterRune(firstRune(text[s:])) && !stringPrefix(text[:s-size]):
 		case r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)):
 		case r == '%' && s+2 <= at && isHex(text[s]) && isHex(text[s+1]) && text[s:s+2] != "40":
 		default:
@@ -88,8 +88,18 @@ done:
 	for s < at && strings.IndexByte(".+-_", text[s]) >= 0 {
 		s++
 	}
+	// A local part is at most 64 characters: before a longer run, in a
+	// file name (00042_nnnn…_alice@example.com.txt), the address starts
+	// after the last joiner that leaves it no longer.
+	for at-s > 64 {
+		i := strings.IndexAny(text[s:at], "_-.+")
+		if i < 0 {
+			return -1
+		}
+		s += i + 1
+	}
 	local := text[s:at]
-	if local == "" || strings.HasSuffix(local, ".") || strings.Contains(local, "..") || len(local) > 64 {
+	if local == "" || strings.HasSuffix(local, ".") || strings.Contains(local, "..") {
 		return -1
 	}
 	// The password of a URL (ftp://user:pass@host) is not an address.
@@ -100,8 +110,9 @@ done:
 	}
 	// The user part of a URL (ssh://git@host, https://user@host) is not an
 	// address, unless it is one itself, its @ encoded
-	// (smtp://jane%40example.com:pass@host).
-	if s >= 2 && text[s-2:s] == "//" && text[at] == '@' {
+	// (smtp://jane%40example.com:pass@host). After three slashes
+	// (file:///ada@example.org) it is a path, not a user.
+	if s >= 2 && text[s-2:s] == "//" && (s < 3 || text[s-3] != '/') && text[at] == '@' {
 		return -1
 	}
 	return s
@@ -136,10 +147,25 @@ func domainEnd(text string, s int) int {
 			return -1
 		}
 	}
-	if !knownTLD(domain, labels[len(labels)-1]) {
-		return -1
+	// The greedy domain may run on into what follows the address: a file
+	// extension (alice@example.com.txt) or a name's next part. The domain
+	// is the longest prefix, in whole labels, that ends in a known
+	// top-level domain.
+	for n := len(labels); n >= 2; n-- {
+		d := strings.Join(labels[:n], ".")
+		if knownTLD(d, labels[n-1]) {
+			return s + len(d)
+		}
+		// A dash after a known top-level domain starts the next part of a
+		// name (judy@example.at-95.eml).
+		if tld, _, ok := strings.Cut(labels[n-1], "-"); ok && tld != "" {
+			d := strings.Join(append(labels[:n-1:n-1], tld), ".")
+			if knownTLD(d, tld) {
+				return s + len(d)
+			}
+		}
 	}
-	return e
+	return -1
 }
 
 // knownTLD reports whether the domain's top-level domain exists.
@@ -169,7 +195,10 @@ func knownTLD(domain, tld string) bool {
 func emailContextOK(text string, s, e int) bool {
 	if e < len(text) {
 		c := text[e]
-		if c == '@' || isWord(c) {
+		// An underscore cannot be part of a host name: after a domain
+		// that ends in a known top-level domain it starts the next part
+		// of a file name (bob@corp.co.uk_report.csv).
+		if c == '@' || isWord(c) && c != '_' {
 			return false
 		}
 		if c == ':' && text[s:e] != "" && !strings.Contains(text[s:e], "%40") && e+1 < len(text) && (isWord(text[e+1]) || text[e+1] == '/' || text[e+1] == '~') {
@@ -177,6 +206,24 @@ func emailContextOK(text string, s, e int) bool {
 		}
 	}
 	return true
+}
+
+// stringPrefix reports whether text ends with a word that is a Python
+// string literal's prefix (b'jose@example.org' is a bytes repr, not an
+// address with an apostrophe).
+func stringPrefix(text string) bool {
+	i := len(text)
+	for i > 0 && isLetter(text[i-1]) {
+		i--
+	}
+	if i > 0 && isWord(text[i-1]) {
+		return false
+	}
+	switch strings.ToLower(text[i:]) {
+	case "b", "r", "u", "f", "br", "rb", "fr", "rf":
+		return true
+	}
+	return false
 }
 
 func isHex(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }

@@ -88,7 +88,11 @@ func findIPv4(sc *scan, dst []Match) []Match {
 			continue
 		}
 		lo := max(s-20, 0)
-		if versionCtx.MatchString(text[lo:s]) || versionAfter.MatchString(text[e:min(len(text), e+12)]) {
+		// A product/version pair (Chrome/120.0.6099.71) is not followed
+		// by a file extension or a file name's next part, as a path with
+		// an address in it is (captures/192.0.2.7.pcap).
+		inPath := fileExt(text, e) || e < len(text) && (text[e] == '_' || text[e] == '/')
+		if versionCtx.MatchString(text[lo:s]) && !(inPath && strings.HasSuffix(text[lo:s], "/")) || versionAfter.MatchString(text[e:min(len(text), e+12)]) {
 			continue
 		}
 		a, err := netip.ParseAddr(text[s:e])
@@ -183,10 +187,10 @@ func findIPv6(sc *scan, dst []Match) []Match {
 		if strings.Count(text[s:e], ":") < 2 {
 			continue
 		}
-		if s > 0 && (isWord(text[s-1]) || text[s-1] == '.') {
+		if s > 0 && (isAlnum(text[s-1]) || text[s-1] == '.') {
 			continue
 		}
-		if e < len(text) && (isWord(text[e]) || text[e] == '.') {
+		if e < len(text) && (isAlnum(text[e]) || text[e] == '.' && !fileExt(text, e)) {
 			continue
 		}
 		// A trailing single colon belongs to the sentence or a port

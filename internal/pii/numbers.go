@@ -14,6 +14,25 @@ func isLetter(c byte) bool { return ('a' <= c && c <= 'z') || ('A' <= c && c <= 
 // isWord reports whether c continues a word: a letter, digit or underscore.
 func isWord(c byte) bool { return isDigit(c) || isLetter(c) || c == '_' }
 
+// isAlnum reports whether c is a letter or digit. Numeric values stand
+// apart from letters and digits, but not from underscores: a file name
+// joins its parts with them (scan_203.0.113.7_2024-05-01.xml,
+// w2_123-45-6789.pdf).
+func isAlnum(c byte) bool { return isDigit(c) || isLetter(c) }
+
+// fileExt reports whether text at i is a file name's extension: a dot,
+// a letter, at most four more letters or digits, and the name's end.
+func fileExt(text string, i int) bool {
+	if i+1 >= len(text) || text[i] != '.' || !isLetter(text[i+1]) {
+		return false
+	}
+	j := i + 2
+	for j < len(text) && j-i <= 5 && isAlnum(text[j]) {
+		j++
+	}
+	return j-i <= 5 && (j == len(text) || !isWord(text[j]) && text[j] != '.')
+}
+
 // numBoundary reports whether text[s:e] stands alone as a number: no word
 // character touches it, and it is not continued by one of seps followed by
 // another digit (so "415-555-2671-99" or "1.2.3.4.5" are not cut short into
@@ -21,7 +40,7 @@ func isWord(c byte) bool { return isDigit(c) || isLetter(c) || c == '_' }
 func numBoundary(text string, s, e int, seps string) bool {
 	if s > 0 {
 		c := text[s-1]
-		if isWord(c) {
+		if isAlnum(c) {
 			return false
 		}
 		if strings.IndexByte(seps, c) >= 0 && s > 1 && isDigit(text[s-2]) {
@@ -30,7 +49,7 @@ func numBoundary(text string, s, e int, seps string) bool {
 	}
 	if e < len(text) {
 		c := text[e]
-		if isWord(c) {
+		if isAlnum(c) {
 			return false
 		}
 		if strings.IndexByte(seps, c) >= 0 && e+1 < len(text) && isDigit(text[e+1]) {
@@ -185,6 +204,12 @@ func findCards(sc *scan, dst []Match) []Match {
 			if n := len(digitsOf(text[cs:ce])); n < 13 || n > 19 || !validCard(text[cs:ce]) {
 				return false
 			}
+			// A group joined to the card's first or last by a dash or a
+			// dot the card does not use belongs to another value (the
+			// serial of an SSN before it: 287-65-4321 4111 1111 ...).
+			if foreignJoin(text, cs, ce) {
+				return false
+			}
 			dst = sc.add(dst, KindCard, cs, ce)
 			return true
 		})
@@ -276,15 +301,27 @@ func cardGrouping(v string) bool {
 	if len(lens) == 3 && lens[0] == 4 && lens[1] == 6 && (lens[2] == 5 || lens[2] == 4) {
 		return true
 	}
+	// Fours, the last group shorter, or of five for a 13-digit card
+	// (4-4-5, as Visa's are printed).
 	for i, n := range lens {
 		if i < len(lens)-1 && n != 4 {
 			return false
 		}
-		if i == len(lens)-1 && (n < 1 || n > 4) {
+		if i == len(lens)-1 && (n < 1 || n > 4) && !(n == 5 && len(lens) == 3) {
 			return false
 		}
 	}
 	return true
+}
+
+// foreignJoin reports whether text[s:e], a run of groups, is joined at
+// either end to more digits by a dash or dot it does not use inside.
+func foreignJoin(text string, s, e int) bool {
+	inside := text[s:e]
+	if s > 1 && (text[s-1] == '-' || text[s-1] == '.') && isDigit(text[s-2]) && !strings.ContainsRune(inside, rune(text[s-1])) {
+		return true
+	}
+	return e+1 < len(text) && (text[e] == '-' || text[e] == '.') && isDigit(text[e+1]) && !strings.ContainsRune(inside, rune(text[e]))
 }
 
 func luhn(d string) bool {
@@ -371,7 +408,7 @@ func findIBANs(sc *scan, dst []Match) []Match {
 			break
 		}
 		pos = s + 1
-		if s > 0 && (isWord(text[s-1])) {
+		if s > 0 && (isAlnum(text[s-1])) {
 			continue
 		}
 		spec, ok := ibanFormats[text[s:s+2]]
@@ -379,7 +416,7 @@ func findIBANs(sc *scan, dst []Match) []Match {
 			continue
 		}
 		end := ibanEnd(text, s, spec.length)
-		if end < 0 || end < len(text) && isWord(text[end]) {
+		if end < 0 || end < len(text) && isAlnum(text[end]) {
 			continue
 		}
 		if validIBAN(strings.ReplaceAll(text[s:end], " ", ""), spec) {

@@ -1,6 +1,7 @@
 package pii
 
 import (
+	"slices"
 	"strings"
 	"sync"
 
@@ -101,7 +102,8 @@ func findPhones(sc *scan, dst []Match) []Match {
 			// Part of a longer run of groups must stand apart from the
 			// rest ("…, 020 7946 0958 / 07700 900123"): a single space or
 			// dash would make it a piece of one longer number.
-			if i > 0 && weakGap(text[groups[i-1].end:gs]) && !opens(text[gs]) || j < len(groups)-1 && weakGap(text[ge:groups[j+1].start]) && !opens(text[groups[j+1].start]) {
+			if i > 0 && weakGap(text[groups[i-1].end:gs]) && !opens(text[gs]) && joins(text, groups, i-1, i, j) ||
+				j < len(groups)-1 && weakGap(text[ge:groups[j+1].start]) && !opens(text[groups[j+1].start]) && joins(text, groups, j+1, i, j) {
 				return false
 			}
 			if !sc.det.isPhone(sc, gs, ge, groups[i:j+1]) {
@@ -114,10 +116,68 @@ func findPhones(sc *scan, dst []Match) []Match {
 	return dst
 }
 
+// hasDigitWord reports whether the word at the end of before (or at the
+// start of after, with fromStart) has a digit in it.
+func hasDigitWord(s string, fromStart bool) bool {
+	if fromStart {
+		for i := 0; i < len(s) && isAlnum(s[i]); i++ {
+			if isDigit(s[i]) {
+				return true
+			}
+		}
+		return false
+	}
+	for i := len(s) - 1; i >= 0 && isAlnum(s[i]); i-- {
+		if isDigit(s[i]) {
+			return true
+		}
+	}
+	return false
+}
+
 // weakGap reports whether the text between two groups of digits joins
 // them: nothing, or one space, dash or dot.
 func weakGap(gap string) bool {
 	return len(gap) <= 1
+}
+
+// joins reports whether the neighbour group k, across a weak gap from
+// the number of groups i..j, would continue it: the gap must be written
+// as the number's own separator next to it and as the neighbour's to its
+// next group (where they have one). Otherwise the two are values printed
+// side by side ("(718) 842-3317 4111 1111 1111 1111", "+1 214 865 6922
+// 18.234.65.236", "...-3317 287-65-4321").
+func joins(text string, groups []phoneGroup, k, i, j int) bool {
+	sep := func(a int) string { return text[groups[a].end:groups[a+1].start] }
+	var gap, inner, onward string
+	hasInner, hasOnward := i < j, false
+	if k < i { // before the number
+		gap = sep(k)
+		if hasInner {
+			inner = sep(i)
+		}
+		if hasOnward = k > 0; hasOnward {
+			onward = sep(k - 1)
+		}
+	} else {
+		gap = sep(j)
+		if hasInner {
+			inner = sep(j - 1)
+		}
+		if hasOnward = k < len(groups)-1; hasOnward {
+			onward = sep(k)
+		}
+	}
+	if hasInner && len(strings.TrimPrefix(inner, ")")) > 1 {
+		return true // the number itself is not written as one
+	}
+	return (!hasInner || sameSep(inner, gap)) && (!hasOnward || onward == gap)
+}
+
+// sameSep reports whether a number's separator next to a gap is the
+// gap's: a parenthesized area code's ") " counts as a space.
+func sameSep(inner, gap string) bool {
+	return inner == gap || strings.TrimPrefix(inner, ")") == gap
 }
 
 // opens reports whether c starts a number of its own: a + or an opening
@@ -197,7 +257,7 @@ func (d *Detector) isPhone(sc *scan, s, e int, groups []phoneGroup) bool {
 	}
 	// Word characters on either side make it part of something else
 	// (an id, a hash, a word).
-	if s > 0 && isWord(text[s-1]) || e < len(text) && isWord(text[e]) {
+	if s > 0 && isAlnum(text[s-1]) || e < len(text) && isAlnum(text[e]) {
 		return false
 	}
 	// A run continued by a dot or dash and more digits is a longer number:
@@ -206,6 +266,13 @@ func (d *Detector) isPhone(sc *scan, s, e int, groups []phoneGroup) bool {
 		return false
 	}
 	if s > 1 && strings.IndexByte(".-/", text[s-1]) >= 0 && isDigit(text[s-2]) {
+		return false
+	}
+	// Joined by dashes to words on both sides, or to a word with digits
+	// in it, it is a piece of an identifier (the groups of a UUID).
+	left := s > 1 && text[s-1] == '-' && isWord(text[s-2])
+	right := e+1 < len(text) && text[e] == '-' && isWord(text[e+1])
+	if left && right || left && hasDigitWord(text[:s-1], false) || right && hasDigitWord(text[e+1:], true) {
 		return false
 	}
 	intl := span[0] == '+' || span[0] == '%' || strings.HasPrefix(span, "(+")
@@ -248,9 +315,14 @@ func (d *Detector) isPhone(sc *scan, s, e int, groups []phoneGroup) bool {
 	if !formatted && !labelled {
 		return false
 	}
-	if possibleIn(d.phoneRegion, all) {
-		if num, err := phonenumbers.ParseAndKeepRawInput(norm, d.phoneRegion); err == nil && phonenumbers.IsValidNumberForRegion(num, d.phoneRegion) &&
-			phonenumbers.IsNationalPrefixPresentIfRequired(num) && (labelled || keepsGrouping(num, d.phoneRegion, groups)) {
+	// The default region's national format, and North America's whatever
+	// the region: its formats are the most common in data from anywhere.
+	for _, r := range d.homeRegions {
+		if !possibleIn(r, all) {
+			continue
+		}
+		if num, err := phonenumbers.ParseAndKeepRawInput(norm, r); err == nil && phonenumbers.IsValidNumberForRegion(num, r) &&
+			phonenumbers.IsNationalPrefixPresentIfRequired(num) && (labelled || keepsGrouping(num, r, groups) || trunkGrouping(span, all, r, groups)) {
 			return true
 		}
 	}
@@ -271,14 +343,14 @@ func (d *Detector) isPhone(sc *scan, s, e int, groups []phoneGroup) bool {
 		return false
 	}
 	for _, r := range nationalRegions {
-		if r == d.phoneRegion || !possibleIn(r, all) {
+		if slices.Contains(d.homeRegions, r) || !possibleIn(r, all) {
 			continue
 		}
 		num, err := phonenumbers.ParseAndKeepRawInput(norm, r)
 		if err != nil || !phonenumbers.IsValidNumberForRegion(num, r) || !phonenumbers.IsNationalPrefixPresentIfRequired(num) {
 			continue
 		}
-		if keepsGrouping(num, r, groups) && (all[0] == '0' || paren) || labelled {
+		if (keepsGrouping(num, r, groups) || trunkGrouping(span, all, r, groups)) && (all[0] == '0' || paren) || labelled {
 			return true
 		}
 	}
@@ -398,6 +470,45 @@ func keepsGrouping(num *phonenumbers.PhoneNumber, region string, groups []phoneG
 	}
 	for i := range got {
 		if got[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// trunkGrouping reports whether a number of a region with a trunk prefix
+// is written as people there write it when not in libphonenumber's own
+// grouping ("0207 946 0958" for 020 7946 0958, "0151 12345678", "030 123
+// 456 78"): it starts with the trunk prefix, in a group of its own with
+// the area code, every group has two digits or more, and the groups after
+// the first are set apart all alike. That shape, a valid number of the
+// region and the trunk prefix make digits in groups a phone number more
+// often than anything else; the exact grouping is a matter of habit.
+func trunkGrouping(span, digits, region string, groups []phoneGroup) bool {
+	ndd := phonenumbers.GetNddPrefixForRegion(region, true)
+	if ndd == "" || !strings.HasPrefix(digits, ndd) || len(groups) < 2 || len(groups) > 5 {
+		return false
+	}
+	if len(groups[0].digits) <= len(ndd) {
+		return false
+	}
+	// A parenthesized first group may stand apart otherwise: "(030) 123-4567".
+	first := 1
+	if span[0] == '(' {
+		first = 2
+	}
+	var gap string
+	for i, g := range groups {
+		if len(g.digits) < 2 {
+			return false
+		}
+		if i < first {
+			continue
+		}
+		sep := span[groups[i-1].end-groups[0].start : g.start-groups[0].start]
+		if i == first {
+			gap = sep
+		} else if sep != gap {
 			return false
 		}
 	}

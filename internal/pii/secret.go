@@ -391,17 +391,62 @@ func secretChar(c byte) bool {
 // widenSecret extends a secret to the whole run of value characters it is
 // in, so that a rule that matched a prefix of a longer secret does not
 // leave the rest in clear. A trailing dot is the sentence's.
+//
+// In a path (.cache/tokens/xoxb-..., keys/sk_live_....json) the secret is
+// the file's name without its extension: widening stops at a slash after
+// a directory's name (lower case, as base64 rarely is for long) and
+// leaves out an extension the rule's match did not reach.
 func widenSecret(text string, s, e int) (int, int) {
+	e0 := e
 	for e < len(text) && secretChar(text[e]) {
+		if text[e] == '/' && e == e0 && pathAfter(text[e+1:]) {
+			break // keys/<token>/meta.json
+		}
 		e++
 	}
-	for e > s+1 && (text[e-1] == '.' || text[e-1] == '-') && (e == len(text) || !secretChar(text[e])) {
+	for e > s+1 && text[e-1] == '.' && (e == len(text) || !secretChar(text[e])) {
 		e--
 	}
+	if e > e0 && fileExt(text[:e], e0) {
+		e = e0
+	}
 	for s > 0 && (isWord(text[s-1]) || text[s-1] == '-' || text[s-1] == '+' || text[s-1] == '/') {
+		if text[s-1] == '/' && dirName(text[:s-1]) {
+			break
+		}
 		s--
 	}
 	return s, e
+}
+
+// pathAfter reports whether text after a slash goes on as a path: a
+// lower-case file or directory name.
+func pathAfter(after string) bool {
+	i := 0
+	for i < len(after) && (isWord(after[i]) || after[i] == '.' || after[i] == '-') {
+		if 'A' <= after[i] && after[i] <= 'Z' {
+			return false
+		}
+		i++
+	}
+	return i > 0 && (i == len(after) || !secretChar(after[i]) || after[i] == '/')
+}
+
+// dirName reports whether the text before a slash ends with a directory's
+// name: lower-case letters, digits, dots, dashes and underscores, with a
+// letter, back to another slash or the start of the run.
+func dirName(before string) bool {
+	i := len(before)
+	letter := false
+	for i > 0 && (isWord(before[i-1]) || before[i-1] == '.' || before[i-1] == '-') {
+		c := before[i-1]
+		if 'A' <= c && c <= 'Z' {
+			return false
+		}
+		letter = letter || isLetter(c)
+		i--
+	}
+	return letter && (i == 0 || !secretChar(before[i-1]) || before[i-1] == '/')
 }
 
 // genericSecretOK rejects what key-name rules catch that is not a secret:
@@ -487,13 +532,13 @@ var (
 	urlPassRE = regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@?#"<>]{0,128}:([^\s/?#'"<>]{1,256})@[A-Za-z0-9\[]`)
 	// assignRE finds a value assigned to a key whose name says it is a
 	// secret, in .env files, YAML, JSON, logs and command lines.
-	assignRE = regexp.MustCompile(`(?i)([A-Za-z0-9_.\-]*(?:passw(?:or)?d|passwort|pwd|passphrase|secret|token|api[_.\-]?key|apikey|access[_.\-]?key|private[_.\-]?key|signing[_.\-]?key|encryption[_.\-]?key|master[_.\-]?key|session[_.\-]?key|client[_.\-]?key|credentials?|auth[_.\-]?key|_pass\b|\bpass\b)[A-Za-z0-9_.\-]*)["']?\s*(?::=|=>|=|:)(?:\*\*|__)?[ \t]*["'\x60]?([^\s"'\x60,;<>{}\[\]]+)`)
+	assignRE = regexp.MustCompile(`(?i)([A-Za-z0-9_.\-]*(?:passw(?:or)?d|passwort|pwd|passphrase|passcode|secret|token|api[_.\-]?key|apikey|access[_.\-]?key|private[_.\-]?key|signing[_.\-]?key|encryption[_.\-]?key|master[_.\-]?key|session[_.\-]?key|client[_.\-]?key|credentials?|auth[_.\-]?key|pass\b|pw\b)[A-Za-z0-9_.\-]*)["']?\s*(?::=|=>|=|:)(?:\*\*|__)?[ \t]*["'\x60]?([^\s"'\x60,;<>{}\[\]]+)`)
 	// prefixRE finds tokens by the prefixes their issuers give them, in
 	// shapes looser than gitleaks' rules (which also skip AWS's
 	// documentation key): data holds tokens of older or newer formats.
 	prefixRE = regexp.MustCompile(`\b(?:(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}|gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{50,255}|xox[abposr]-[A-Za-z0-9-]{10,250}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,247}|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,250}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}|dckr_pat_[A-Za-z0-9_-]{20,}|AIza[A-Za-z0-9_-]{35})\b`)
 	// passwordIsRE finds a password given in a sentence.
-	passwordIsRE = regexp.MustCompile(`(?i)\b(?:password|passcode|passphrase|pwd)\s+(?:(?:is|was|:)\s+)?["']?([^\s"',;]+)`)
+	passwordIsRE = regexp.MustCompile(`(?i)(?:\b(?:password|passwd|passcode|passphrase|pwd)\s+(?:(?:is|was|:)\s+)?|\bpw\s+(?:is|was)\s+)["']?([^\s"',;]+)`)
 	// keyIsRE finds a key or token given in a sentence ("api key
 	// f36450369fd8...", "the token is ...").
 	keyIsRE = regexp.MustCompile(`(?i)\b(?:api[ _-]?key|secret(?: key)?|access[ _-]?key|auth[ _-]?token|access[ _-]?token|token)\s+(?:(?:is|was|:)\s+)?["']?([A-Za-z0-9+/=_\-.]{16,})`)
@@ -505,10 +550,10 @@ var (
 // nextParam finds the start of a URL query's next parameter: "&name=".
 var nextParam = regexp.MustCompile(`&[A-Za-z_][A-Za-z0-9_.\-]*=`)
 
-var passwordKey = regexp.MustCompile(`(?i)(?:passw(?:or)?d|passwort|pwd|passphrase|(?:^|[_.\-])pass$|^pass$)`)
+var passwordKey = regexp.MustCompile(`(?i)(?:passw(?:or)?d|passwort|pwd|passphrase|passcode|(?:^|[_.\- ])(?:pass|pw)$|^(?:pass|pw)$)|(?-i:[a-z0-9](?:Pass|Pw|PASS|PW)$)`)
 
 // placeholder matches values that stand for a secret without being one.
-var placeholder = regexp.MustCompile(`(?i)^(?:\$\{?[A-Za-z_][\w.]*\}?|\{\{.*\}\}|%[A-Za-z_]+%|<[^>]*>|\[[^\]]*\]|\*+|x+|\.+|-+|_+|#+|null|none|nil|undefined|true|false|yes|no|empty|required|optional|redacted|hidden|masked|secret|password|passwd|pwd|pass|changeme_?later|anonymous|guest|your[_\-]?\w*|example\w*|dummy\w*|sample\w*|placeholder\w*|test|todo|tbd|fixme|n/a|env|process\.env\.\w+|os\.environ.*|getenv.*|<redacted>|\*\*\*.*)$`)
+var placeholder = regexp.MustCompile(`(?i)^(?:\$\{?[A-Za-z_][\w.]*\}?|\{\{.*\}\}|%[A-Za-z_]+%|<[^>]*>|\[[^\]]*\]|\*+|x+|\.+|-+|_+|#+|null|none|nil|undefined|true|false|yes|no|empty|required|optional|redacted|hidden|masked|secret|password|passwd|pwd|pass|changeme_?later|anonymous|guest|your[_\-]?\w*|example\w*|dummy\w*|sample\w*|placeholder\w*|test|todo|tbd|fixme|n/a|env|process\.env\.\w+|os\.environ.*|getenv.*|<redacted>|\*\*\*.*|[A-Z]+(?:_[A-Z]+)+)$`)
 
 func findExtraSecrets(sc *scan, lower string, dst []Match) []Match {
 	text := sc.text
@@ -569,7 +614,7 @@ func findExtraSecrets(sc *scan, lower string, dst []Match) []Match {
 		s, e = widenSecret(text, s, e)
 		dst = sc.add(dst, KindSecret, s, e)
 	})
-	each(passwordIsRE, []string{"passw", "passcode", "passphrase", "pwd"}, false, func(loc []int) {
+	each(passwordIsRE, []string{"passw", "passcode", "passphrase", "pw"}, false, func(loc []int) {
 		s, e := trimValue(text, loc[2], loc[3])
 		if v := text[s:e]; len(v) >= 6 && !placeholder.MatchString(v) && !looksLikeWord(v) && !isTokenText(v) && !strings.Contains(v, "://") {
 			dst = sc.add(dst, KindSecret, s, e)
@@ -629,7 +674,7 @@ var secretName = regexp.MustCompile(`(?i)(?:secret|token|api[ _.\-]?key|apikey|a
 // on it, as gitleaks' keywords do for its rules.
 var (
 	prefixKeywords = []string{"akia", "asia", "abia", "acca", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "sk_live", "sk_test", "rk_live", "rk_test", "sk-proj", "sk-svcacct", "sk-admin", "glpat-", "npm_", "dckr_pat_", "aiza"}
-	assignKeywords = []string{"pass", "pwd", "secret", "token", "key", "credential", "auth"}
+	assignKeywords = []string{"pass", "pw", "secret", "token", "key", "credential", "auth"}
 )
 
 // keywordWindows returns the spans of text to run a rule on: the lines that
@@ -698,7 +743,13 @@ func placeholderRun(v string) bool {
 
 // trimValue drops what closes a value rather than belongs to it: a
 // sentence's final dot or a closing bracket.
+//
+// A value in quotes ends at its closing quote, whatever its last
+// character: 'Falcon9228.' is a password with its dot.
 func trimValue(text string, s, e int) (int, int) {
+	if s > 0 && e < len(text) && (text[s-1] == '"' || text[s-1] == '\'') && text[e] == text[s-1] {
+		return s, e
+	}
 	for e > s && strings.IndexByte(".)]},", text[e-1]) >= 0 {
 		e--
 	}

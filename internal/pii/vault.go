@@ -161,7 +161,7 @@ func (d *Detector) TokenizeLabelled(label, text string, v Vault, known []Known) 
 	b.Grow(len(text))
 	last := 0
 	for _, m := range matches {
-		tok, err := v.Token(m.Kind, m.Value)
+		tok, err := v.Token(m.Kind, m.Plain())
 		if err != nil {
 			return "", nil, fmt.Errorf("pii: tokenize %s: %w", m.Kind, err)
 		}

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -24,9 +27,14 @@ import (
 // codecell (SPEC §7). Everything that leaves toward a model or an operator
 // passes it, whole, before any cut to a size limit:
 //
-//   - every MCP result and error (content, structured content, resource
-//     contents; every string and every number) and every notification,
-//     by the server's middleware (Server.gateMiddleware);
+//   - every MCP result and error (every string of every content type:
+//     text, MIME types, annotations, links, _meta; structured content;
+//     resource contents; every number) and every notification, by the
+//     server's middleware (Server.gateMiddleware);
+//   - every blob (image and audio data, resource blobs, file pages sent
+//     as base64), read in the form its bytes mean (see blob.go): text in
+//     its encoding, images by their metadata; what it cannot read is
+//     withheld;
 //   - every REST and dashboard answer, by package httpapi (Options.Gate);
 //   - every log line, by LogHandler;
 //   - every excerpt of an upstream server's stderr, by Redact, line by
@@ -43,15 +51,20 @@ import (
 // Tokens are issued by the vault of the namespace the output goes to;
 // what goes only to operators (log lines, upstream stderr, shown to every
 // namespace) uses a vault of its own, whose tokens no namespace can
-// restore. It does not protect against what the detectors miss (see
-// package pii), against values encoded out of sight (compressed, base64
-// inside a string, an image), nor against a value split by the code itself
-// across outputs.
+// restore; the host's own DNS resolvers are left as they are there. It
+// does not protect against what the detectors miss (see package pii),
+// against values encoded out of sight in text (base64 inside a string,
+// text drawn as pixels of an image), nor against a value split by the
+// code itself across outputs or across the pages of a file that is not
+// UTF-8.
 //
 // A Gate is safe for concurrent use; mu guards memory.
 type Gate struct {
-	det     *pii.Detector // nil when pii.mode is "off"
-	store   *store.Store  // the persistent vault; nil keeps tokens in memory
+	det *pii.Detector // nil when pii.mode is "off"
+	// opDet is det for what only operators see, which leaves the
+	// operator's own addresses (its DNS resolvers) as they are.
+	opDet   *pii.Detector
+	store   *store.Store // the persistent vault; nil keeps tokens in memory
 	metrics *metrics.Metrics
 
 	mu     sync.Mutex
@@ -78,8 +91,45 @@ func NewGate(c config.PII, st *store.Store) (*Gate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pii: %w", err)
 	}
-	g.det = det
+	g.det, g.opDet = det, det
+	if ns := nameservers(resolvConf); len(ns) > 0 {
+		if g.opDet, err = pii.New(pii.Options{Custom: custom, PhoneRegion: c.PhoneRegion, Keep: ns}); err != nil {
+			return nil, fmt.Errorf("pii: %w", err)
+		}
+	}
 	return g, nil
+}
+
+// resolvConf is where the host's DNS resolvers are configured.
+var resolvConf = "/etc/resolv.conf"
+
+// nameservers are the addresses of the resolvers a resolv.conf names.
+// They are the operator's own infrastructure, not anyone's personal data:
+// a log line that says a lookup failed on one names it as it is. An
+// unreadable file names none.
+func nameservers(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "nameserver" {
+			if a, err := netip.ParseAddr(f[1]); err == nil {
+				out = append(out, a.String(), f[1])
+			}
+		}
+	}
+	return out
+}
+
+// detector is the detector for text going to namespace ns.
+func (g *Gate) detector(ns string) *pii.Detector {
+	if ns == operatorNamespace {
+		return g.opDet
+	}
+	return g.det
 }
 
 // Off reports whether nothing is tokenized (pii.mode "off").
@@ -179,7 +229,7 @@ func (g *Gate) labelled(ctx context.Context, ns, label, s string) (string, error
 	if len(known) == 0 && !mayHold(label, s) {
 		return s, nil
 	}
-	out, counts, err := g.det.TokenizeLabelled(label, s, g.vault(ctx, ns), known)
+	out, counts, err := g.detector(ns).TokenizeLabelled(label, s, g.vault(ctx, ns), known)
 	if err != nil {
 		return "", fmt.Errorf("tokenize personal data: %w", err)
 	}
@@ -211,22 +261,19 @@ func mayHold(label, s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
-		case '0' <= c && c <= '9', c == '@', c == '%', c == ':', c == '=', c == '-', c >= 0x80:
+		case '0' <= c && c <= '9', c == '@', c == '%', c == ':', c == '=', c == '-', c == '\\', c >= 0x80:
 			return true
 		}
 	}
 	return false
 }
 
-// Bytes tokenizes content the gate could not read once encoded (a non-UTF-8
-// file returned as base64): values written in ASCII are found in it as in
-// text. Images and other compressed formats are not protected.
-func (g *Gate) Bytes(ctx context.Context, ns string, b []byte) ([]byte, error) {
-	if g.Off() || len(b) == 0 {
-		return b, nil
-	}
-	out, err := g.Text(ctx, ns, string(b))
-	return []byte(out), err
+// Bytes tokenizes bytes that leave encoded (a file page that is not UTF-8
+// text, sent as base64), read as blob reads them: text in its encoding,
+// images by their metadata. What the gate cannot read is withheld: the
+// error says so, in words fit for the model.
+func (g *Gate) Bytes(ctx context.Context, ns, mimeType string, b []byte) ([]byte, error) {
+	return g.blob(ctx, ns, mimeType, b)
 }
 
 // Cut returns where to cut text to keep at most limit bytes without
@@ -458,7 +505,9 @@ func (g *Gate) Result(ctx context.Context, ns string, res mcp.Result) (mcp.Resul
 			}
 			c.Contents[i] = t
 		}
-		return &c, nil
+		var err error
+		c.Meta, err = rewriteAs[mcp.Meta](ctx, g, ns, r.Meta)
+		return &c, err
 	}
 	out, err := g.roundTrip(ctx, ns, res)
 	if err != nil {
@@ -521,61 +570,192 @@ func (g *Gate) toolResult(ctx context.Context, ns string, r *mcp.CallToolResult)
 		}
 		c.StructuredContent = json.RawMessage(tok)
 	}
-	return &c, nil
-}
-
-func (g *Gate) content(ctx context.Context, ns string, ct mcp.Content) (mcp.Content, error) {
 	var err error
-	switch ct := ct.(type) {
-	case *mcp.TextContent:
-		c := *ct
-		c.Text, err = g.Text(ctx, ns, ct.Text)
-		return &c, err
-	case *mcp.ResourceLink:
-		c := *ct
-		if c.URI, err = g.Text(ctx, ns, ct.URI); err != nil {
-			return nil, err
-		}
-		if c.Name, err = g.Text(ctx, ns, ct.Name); err != nil {
-			return nil, err
-		}
-		if c.Title, err = g.Text(ctx, ns, ct.Title); err != nil {
-			return nil, err
-		}
-		c.Description, err = g.Text(ctx, ns, ct.Description)
-		return &c, err
-	case *mcp.EmbeddedResource:
-		c := *ct
-		if ct.Resource != nil {
-			c.Resource, err = g.resourceContents(ctx, ns, ct.Resource)
-		}
-		return &c, err
-	case *mcp.ImageContent, *mcp.AudioContent:
-		return ct, nil
-	}
-	out, err := g.roundTrip(ctx, ns, ct)
-	if err != nil {
-		return nil, err
-	}
-	return out.(mcp.Content), nil
+	c.Meta, err = rewriteAs[mcp.Meta](ctx, g, ns, r.Meta)
+	return &c, err
 }
 
+// content tokenizes every string of a content item, whatever its type
+// (text, MIME types, annotations, a link's name and description, _meta...)
+// and reads its blobs (see blob). A blob the gate withholds leaves a text
+// item in the item's place that says why.
+func (g *Gate) content(ctx context.Context, ns string, ct mcp.Content) (mcp.Content, error) {
+	out, err := rewriteAs[mcp.Content](ctx, g, ns, ct)
+	if isUnreadable(err) {
+		// The explanation names the MIME type, which is tokenized too.
+		text, err := g.Text(ctx, ns, "["+err.Error()+"]")
+		return &mcp.TextContent{Text: text}, err
+	}
+	return out, err
+}
+
+// resourceContents is content for a resource's contents: a blob withheld
+// leaves its explanation as the text.
 func (g *Gate) resourceContents(ctx context.Context, ns string, rc *mcp.ResourceContents) (*mcp.ResourceContents, error) {
 	if rc == nil {
 		return nil, nil
 	}
-	c := *rc
-	var err error
-	if c.URI, err = g.Text(ctx, ns, rc.URI); err != nil {
-		return nil, err
+	out, err := rewriteAs[*mcp.ResourceContents](ctx, g, ns, rc)
+	if isUnreadable(err) {
+		c := *rc
+		c.Blob, c.Text, c.MIMEType = nil, err.Error(), "text/plain; charset=utf-8"
+		return rewriteAs[*mcp.ResourceContents](ctx, g, ns, &c)
 	}
-	if c.Text, err = g.Text(ctx, ns, rc.Text); err != nil {
-		return nil, err
+	return out, err
+}
+
+// rewriteAs is rewrite for a value of type T.
+func rewriteAs[T any](ctx context.Context, g *Gate, ns string, v T) (T, error) {
+	rv := reflect.ValueOf(&v).Elem()
+	out, err := g.rewrite(ctx, ns, "", rv)
+	if err != nil {
+		var zero T
+		return zero, err
 	}
-	if len(rc.Blob) > 0 && !isImage(rc.MIMEType) {
-		c.Blob, err = g.Bytes(ctx, ns, rc.Blob)
+	return out.Interface().(T), nil
+}
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+// rewrite returns a deep copy of v with every string tokenized (each under
+// the key of the map it is in, if any, as its label) and every blob read
+// (a []byte, of the MIME type of the MIMEType field beside it). It walks
+// Go values rather than their JSON so that it sees each field whatever
+// its JSON name, and knows a blob from text. A number that is a value
+// becomes its token where the type allows a string (an any), and
+// withholds the answer where it does not.
+func (g *Gate) rewrite(ctx context.Context, ns, label string, v reflect.Value) (reflect.Value, error) {
+	switch v.Kind() {
+	case reflect.String:
+		s, err := g.labelled(ctx, ns, label, v.String())
+		if err != nil {
+			return v, err
+		}
+		out := reflect.New(v.Type()).Elem()
+		out.SetString(s)
+		return out, nil
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v, nil
+		}
+		e, err := g.rewrite(ctx, ns, label, v.Elem())
+		if err != nil {
+			return v, err
+		}
+		out := reflect.New(v.Type().Elem())
+		out.Elem().Set(e)
+		return out, nil
+	case reflect.Interface:
+		if v.IsNil() {
+			return v, nil
+		}
+		e := v.Elem()
+		var err error
+		if isNumber(e.Kind()) {
+			s := fmt.Sprint(e.Interface())
+			if e.Kind() == reflect.Float32 || e.Kind() == reflect.Float64 {
+				s = strconv.FormatFloat(e.Float(), 'f', -1, 64)
+			}
+			t, err := g.labelled(ctx, ns, label, s)
+			if err != nil || t == s {
+				return v, err
+			}
+			if !reflect.TypeFor[string]().AssignableTo(v.Type()) {
+				return v, errors.New("gate: a number field holds personal data")
+			}
+			e = reflect.ValueOf(t)
+		} else if e, err = g.rewrite(ctx, ns, label, e); err != nil {
+			return v, err
+		}
+		out := reflect.New(v.Type()).Elem()
+		out.Set(e)
+		return out, nil
+	case reflect.Struct:
+		out := reflect.New(v.Type()).Elem()
+		out.Set(v)
+		mimeType := ""
+		if m := v.FieldByName("MIMEType"); m.IsValid() && m.Kind() == reflect.String {
+			mimeType = m.String()
+		}
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			fv := v.Field(i)
+			var nv reflect.Value
+			var err error
+			if fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.Uint8 && fv.Type() != rawMessageType {
+				var b []byte
+				if b, err = g.blob(ctx, ns, mimeType, fv.Bytes()); err == nil {
+					nv = reflect.New(fv.Type()).Elem()
+					nv.SetBytes(b)
+				}
+			} else {
+				nv, err = g.rewrite(ctx, ns, "", fv)
+			}
+			if err != nil {
+				return v, err
+			}
+			out.Field(i).Set(nv)
+		}
+		return out, nil
+	case reflect.Slice:
+		if v.IsNil() {
+			return v, nil
+		}
+		if v.Type() == rawMessageType {
+			b, err := g.JSON(ctx, ns, v.Bytes())
+			return reflect.ValueOf(json.RawMessage(b)), err
+		}
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			b, err := g.blob(ctx, ns, "", v.Bytes())
+			out := reflect.New(v.Type()).Elem()
+			out.SetBytes(b)
+			return out, err
+		}
+		out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			e, err := g.rewrite(ctx, ns, label, v.Index(i))
+			if err != nil {
+				return v, err
+			}
+			out.Index(i).Set(e)
+		}
+		return out, nil
+	case reflect.Map:
+		if v.IsNil() {
+			return v, nil
+		}
+		out := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			k, key := it.Key(), ""
+			if k.Kind() == reflect.String {
+				key = k.String()
+				var err error
+				if k, err = g.rewrite(ctx, ns, "", k); err != nil {
+					return v, err
+				}
+			}
+			e, err := g.rewrite(ctx, ns, key, it.Value())
+			if err != nil {
+				return v, err
+			}
+			out.SetMapIndex(k, e)
+		}
+		return out, nil
 	}
-	return &c, err
+	if isNumber(v.Kind()) {
+		s := fmt.Sprint(v.Interface())
+		if t, err := g.labelled(ctx, ns, label, s); err != nil || t != s {
+			return v, errors.New("gate: a number field holds personal data")
+		}
+	}
+	return v, nil
+}
+
+func isNumber(k reflect.Kind) bool {
+	return reflect.Int <= k && k <= reflect.Float64
 }
 
 // gateError tokenizes an error's message; a JSON-RPC error keeps its code.

@@ -251,14 +251,11 @@ func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.CallToolRequest
 		// tokenizes the answer.
 		out.Content = string(c.Data)
 	} else {
-		// Base64 hides its bytes from the gate: they are tokenized before
-		// they are encoded (values written in ASCII are found in any
-		// encoding that keeps them so; images are left as they are).
-		data := c.Data
-		if !isImage(c.MIMEType) {
-			if data, err = s.gate.Bytes(ctx, ns, data); err != nil {
-				return nil, ReadWorkspaceFileOutput{}, err
-			}
+		// Base64 hides its bytes from the gate: they are read and
+		// tokenized before they are encoded (see Gate.Bytes), images too.
+		data, err := s.gate.Bytes(ctx, ns, c.MIMEType, c.Data)
+		if err != nil {
+			return nil, ReadWorkspaceFileOutput{}, err
 		}
 		out.Encoding, out.Content = "base64", base64.StdEncoding.EncodeToString(data)
 	}
