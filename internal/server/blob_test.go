@@ -296,3 +296,31 @@ func TestGateOperatorResolver(t *testing.T) {
 		t.Errorf("a namespace's text %q shows the resolver", text)
 	}
 }
+
+// TestGateFoundAnywhere: a value found in an answer's text is tokenized in
+// its structured content too, where its key alone would have let it pass
+// (an id under session_id is no phone number).
+func TestGateFoundAnywhere(t *testing.T) {
+	g := testGate(t, nil)
+	const phone = "212-555-0143"
+	res := &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: `[new session "` + phone + `" started]`}},
+		StructuredContent: map[string]any{"session_id": phone, "ok": true},
+	}
+	out, err := g.Result(context.Background(), "ns", res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noneOf(t, "the result", string(b), phone)
+	// Alone, under its key, the id passes: what the rule is for.
+	only := &mcp.CallToolResult{StructuredContent: map[string]any{"session_id": phone}}
+	if out, err := g.Result(context.Background(), "ns", only); err != nil {
+		t.Fatal(err)
+	} else if b, _ := json.Marshal(out); !strings.Contains(string(b), phone) {
+		t.Logf("note: the detectors now find %s under session_id alone too", phone)
+	}
+}

@@ -154,6 +154,52 @@ func (v storeVault) Value(token string) (string, bool, error) {
 }
 
 func (g *Gate) vault(ctx context.Context, ns string) pii.Vault {
+	v := g.namespaceVault(ctx, ns)
+	if f, ok := ctx.Value(foundKey{}).(*foundValues); ok {
+		return recordingVault{Vault: v, found: f}
+	}
+	return v
+}
+
+// foundValues are the values tokenized in one answer (see Result).
+type foundValues struct {
+	mu   sync.Mutex
+	seen map[pii.Known]bool
+}
+
+type foundKey struct{}
+
+// recordFound returns ctx with a record of the values tokenized under it.
+func recordFound(ctx context.Context) (context.Context, *foundValues) {
+	f := &foundValues{seen: map[pii.Known]bool{}}
+	return context.WithValue(ctx, foundKey{}, f), f
+}
+
+func (f *foundValues) values() []pii.Known {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]pii.Known, 0, len(f.seen))
+	for k := range f.seen {
+		out = append(out, k)
+	}
+	return out
+}
+
+// recordingVault notes each value it issues a token for.
+type recordingVault struct {
+	pii.Vault
+	found *foundValues
+}
+
+func (v recordingVault) Token(kind, value string) (string, error) {
+	v.found.mu.Lock()
+	v.found.seen[pii.Known{Kind: kind, Value: value}] = true
+	v.found.mu.Unlock()
+	return v.Vault.Token(kind, value)
+}
+
+// namespaceVault is the vault of namespace ns.
+func (g *Gate) namespaceVault(ctx context.Context, ns string) pii.Vault {
 	if ns == "" {
 		ns = DefaultNamespace
 	}
@@ -491,7 +537,30 @@ func (g *Gate) params(ctx context.Context, ns string, p mcp.Params) (mcp.Params,
 // Result tokenizes an MCP result. Tool results and resource reads are
 // handled part by part (binary data is tokenized as bytes, images are
 // left as they are); any other result through its JSON.
+//
+// What the detectors find in any part of an answer is tokenized in every
+// part of it: a value passed in one place for what its key says (an id
+// under "session_id" is no phone number) is still the value found in the
+// answer's text. When the first pass found anything, a second pass over its
+// output tokenizes those values wherever they are left.
 func (g *Gate) Result(ctx context.Context, ns string, res mcp.Result) (mcp.Result, error) {
+	ctx, found := recordFound(ctx)
+	out, err := g.result(ctx, ns, res)
+	if err != nil || g.Off() {
+		return out, err
+	}
+	values := found.values()
+	if len(values) == 0 {
+		return out, nil
+	}
+	if scopeOf(ctx) == nil {
+		ctx, _ = withScope(ctx, ns)
+	}
+	restored(ctx, values)
+	return g.result(uncounted(ctx), ns, out)
+}
+
+func (g *Gate) result(ctx context.Context, ns string, res mcp.Result) (mcp.Result, error) {
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
 		return g.toolResult(ctx, ns, r)
