@@ -18,7 +18,7 @@ DEBS    := bubblewrap python3 python3-venv python3-pip python3-matplotlib e2fspr
 NPM_DIR := testdata/npm
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps runsc npm-deps browser-deps build run replicas test bench fuzz clean
+.PHONY: all deps runsc npm-deps browser-deps build run replicas test check bench fuzz clean
 
 all: build
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,6 +30,12 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// The fast lane (make check): no binary, so the tests that run it
+		// skip (needBinary).
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "codecell-e2e-")
 	if err != nil {
 		panic(err)
@@ -45,10 +52,20 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// needBinary skips a test that runs the built binary in the fast lane
+// (go test -short, make check), where TestMain builds none.
+func needBinary(t testing.TB) {
+	t.Helper()
+	if binary == "" {
+		t.Skip("-short (make check): the binary is not built; make test runs this")
+	}
+}
+
 // requireProduction skips when bubblewrap cannot run here; make test installs
 // it, so in CI this always runs.
 func requireProduction(t testing.TB) {
 	t.Helper()
+	needBinary(t)
 	if err := sandbox.Check(context.Background(), sandbox.Production, "/usr/bin/python3"); err != nil {
 		t.Skipf("production isolation unavailable: %v", err)
 	}
@@ -70,6 +87,7 @@ func unmountBelow(dir string) {
 // tool, and the lean default has tests of its own (lean_test.go).
 func testDirs(t testing.TB, cfg string) (cfgPath, dataDir string) {
 	t.Helper()
+	needBinary(t)
 	var m map[string]any
 	if json.Unmarshal([]byte(cfg), &m) == nil && m != nil && m["toolsets"] == nil {
 		m["toolsets"] = []string{"all"}
@@ -108,6 +126,7 @@ func connectStdio(t testing.TB, cfg string, extra ...string) *mcp.ClientSession 
 // that a test can start the server again on the same data dir.
 func serveStdio(t testing.TB, cfgPath, dataDir string, opts *mcp.ClientOptions, extra ...string) *mcp.ClientSession {
 	t.Helper()
+	needBinary(t)
 	cmd := exec.Command(binary, append([]string{"serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn"}, extra...)...)
 	cmd.Stderr = os.Stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts)
@@ -128,6 +147,7 @@ var servingAddr = regexp.MustCompile(`serving MCP over HTTP.*\baddr"?[=:]"?((?:1
 // that reports the address comes before startHTTP returns.
 func startHTTP(t testing.TB, cfg string, onLine func(line string), extra ...string) string {
 	t.Helper()
+	needBinary(t)
 	cfgPath, dataDir := testDirs(t, cfg)
 	cmd := exec.Command(binary, append([]string{"serve", "--http", "127.0.0.1:0", "--config", cfgPath, "--data-dir", dataDir}, extra...)...)
 	stderr, err := cmd.StderrPipe()
@@ -436,6 +456,7 @@ func TestHealthz(t *testing.T) {
 // runCLI runs the binary and returns its combined output and exit code.
 func runCLI(t testing.TB, args ...string) (string, int) {
 	t.Helper()
+	needBinary(t)
 	cmd := exec.Command(binary, args...)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {

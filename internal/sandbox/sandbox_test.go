@@ -18,6 +18,9 @@ const python = "/usr/bin/python3"
 // run that level (make test installs everything, so CI runs them all).
 func newTestManager(t testing.TB, level Level, lim Limits, pool int) (*Manager, string) {
 	t.Helper()
+	if level == Hardened && testing.Short() {
+		t.Skip("-short (make check) runs no gVisor; make test does")
+	}
 	if err := Check(context.Background(), level, python); err != nil {
 		t.Skipf("level %s unavailable here: %v", level, err)
 	}

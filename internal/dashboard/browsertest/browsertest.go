@@ -24,6 +24,9 @@ import (
 // Debian's chromium is not installed (make test installs it).
 func Start(t testing.TB) context.Context {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short (make check) runs no browser; make test does")
+	}
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("chromium is not installed (make test installs Debian's chromium package)")

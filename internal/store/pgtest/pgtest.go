@@ -67,6 +67,9 @@ func BinDir() (string, error) {
 // server on it, returning once it accepts connections (bounded by ctx).
 // Stop it with Stop.
 func Start(ctx context.Context) (*Server, error) {
+	if testing.Short() {
+		return nil, fmt.Errorf("%w: -short (make check) runs no PostgreSQL; make test does", ErrNoPostgres)
+	}
 	bin, err := BinDir()
 	if err != nil {
 		return nil, err
