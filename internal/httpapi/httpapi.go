@@ -36,7 +36,9 @@ type Options struct {
 	Metrics http.Handler
 	// Gate tokenizes personal data in every answer of /readyz, /metrics
 	// and /api/v1/ (and so the dashboard's), in the caller's namespace;
-	// server.Gate is the one. Nil passes answers as they are.
+	// server.Gate is the one (its "off" mode passes answers as they are).
+	// It is required with API or Metrics: Handler refuses to serve their
+	// answers ungated.
 	Gate   Gate
 	Logger *slog.Logger // nil means silent
 	// Replica names this server among replicas behind one balancer: every
@@ -59,6 +61,11 @@ type Gate interface {
 func Handler(opts Options) (http.Handler, error) {
 	if opts.Server == nil {
 		return nil, errors.New("httpapi: Server is required")
+	}
+	if opts.Gate == nil && (opts.API != nil || opts.Metrics != nil) {
+		// Fail closed: a missing gate must not mean answers leave as they
+		// are.
+		return nil, errors.New("httpapi: Gate is required with API or Metrics (their answers pass it)")
 	}
 	// Origin checks (DNS rebinding and cross-site requests, as the MCP spec
 	// requires): refuseRebinding rejects requests to a loopback listener

@@ -63,11 +63,9 @@ func addOperational(mux *http.ServeMux, opts Options, cop *http.CrossOriginProte
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		if err := api.Ready(ctx); err != nil {
-			msg := err.Error()
-			if opts.Gate != nil {
-				if msg, err = opts.Gate.Text(ctx, namespaceOf(r), msg); err != nil {
-					msg = "(withheld: personal data could not be tokenized)"
-				}
+			msg, err := opts.Gate.Text(ctx, namespaceOf(r), err.Error())
+			if err != nil {
+				msg = "(withheld: personal data could not be tokenized)"
 			}
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintf(w, "not ready: %s\n", msg)
@@ -182,10 +180,6 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, g Gate
 // writeGated writes v as JSON once the gate has tokenized it, whole; an
 // answer it cannot tokenize is withheld.
 func writeGated(w http.ResponseWriter, r *http.Request, log *slog.Logger, g Gate, status int, v any) {
-	if g == nil {
-		writeJSON(w, status, v)
-		return
-	}
 	body, err := json.Marshal(v)
 	if err == nil {
 		body, err = g.JSON(r.Context(), namespaceOf(r), body)
@@ -200,9 +194,6 @@ func writeGated(w http.ResponseWriter, r *http.Request, log *slog.Logger, g Gate
 
 // gatedText serves h's answer, a text, once the gate has tokenized it.
 func gatedText(g Gate, h http.Handler) http.Handler {
-	if g == nil {
-		return h
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &recorder{header: http.Header{}, status: http.StatusOK}
 		// The gate reads text: no compression.

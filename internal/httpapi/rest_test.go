@@ -75,6 +75,9 @@ func serve(t *testing.T, opts Options) *httptest.Server {
 	if opts.Server == nil {
 		opts.Server = mcp.NewServer(&mcp.Implementation{Name: "test"}, nil)
 	}
+	if opts.Gate == nil {
+		opts.Gate = passGate{}
+	}
 	h, err := Handler(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -283,6 +286,27 @@ func TestMCPOriginChecks(t *testing.T) {
 		// gets the request: anything but 403 means it got there.
 		if a := get(t, ts, "POST", "/mcp", tc.header); (a.Status == 403) != tc.refused || a.Status == 200 {
 			t.Errorf("%s: %d %s, want refused %v", tc.name, a.Status, a.Body, tc.refused)
+		}
+	}
+}
+
+// passGate is a gate that finds nothing: these tests' answers hold no
+// personal data, and the gate's own tests are server's.
+type passGate struct{}
+
+func (passGate) JSON(_ context.Context, _ string, raw []byte) ([]byte, error) { return raw, nil }
+func (passGate) Text(_ context.Context, _, s string) (string, error)          { return s, nil }
+
+// TestGateRequired: the routes whose answers pass the gate are not served
+// without one.
+func TestGateRequired(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "test"}, nil)
+	for name, opts := range map[string]Options{
+		"api":     {Server: srv, API: &fakeAPI{}},
+		"metrics": {Server: srv, Metrics: metricsStub},
+	} {
+		if _, err := Handler(opts); err == nil || !strings.Contains(err.Error(), "Gate is required") {
+			t.Errorf("%s without a gate: %v", name, err)
 		}
 	}
 }
