@@ -201,7 +201,16 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 		return nil, ExecuteCodeOutput{}, err
 	}
 	out := outputOf(res)
-	quotaOutcome(&out, rep, run, vol)
+	lost := out.Error != nil && strings.Contains(out.Error.Message, "state is lost")
+	if rep.Breach != nil && j.SessionID != "" && !lost {
+		// The breach was found once the execution had ended (stores
+		// through a memory mapping report no event until the workspace
+		// is measured again), so its session's interpreter lives on, and
+		// with it what it maps: it ends, as a session stopped during its
+		// breach does, so that it cannot store into the workspace again.
+		lost = s.sessions.closeSession(j.Namespace, j.SessionID) == nil
+	}
+	quotaOutcome(&out, rep, run, vol, lost)
 	out.SessionID, out.SessionStarted, out.SessionElsewhere = j.SessionID, started, elsewhere
 	out.calls, out.savings.ToolResultBytes = calls.record()
 	whole := wholeOutput{Stdout: out.Stdout, Stderr: out.Stderr, Result: out.Result, Error: out.Error, Files: rep.Files, Deleted: rep.Deleted}
@@ -264,10 +273,11 @@ const ErrWorkspaceQuota = "WorkspaceQuota"
 var errQuotaPassed = errors.New("the workspace passed its quota")
 
 // quotaOutcome makes an execution that passed its workspace's limits fail
-// with ErrWorkspaceQuota, saying what was removed; and a write the kernel
+// with ErrWorkspaceQuota, saying what was removed (and that its session
+// ended, when sessionLost); and a write the kernel
 // refused for the quota (an OSError: ENOSPC, or EFBIG at the file size the
 // quota left) say so.
-func quotaOutcome(out *ExecuteCodeOutput, rep workspace.Report, run *workspace.Run, vol *workspace.Volume) {
+func quotaOutcome(out *ExecuteCodeOutput, rep workspace.Report, run *workspace.Run, vol *workspace.Volume, sessionLost bool) {
 	if b := rep.Breach; b != nil {
 		msg := fmt.Sprintf("the code took the workspace past its limits (it reached %s) and was stopped", b.Reached)
 		if n := len(b.Removed) + len(b.Truncated); n > 0 {
@@ -280,7 +290,7 @@ func quotaOutcome(out *ExecuteCodeOutput, rep workspace.Report, run *workspace.R
 			}
 		}
 		msg += fmt.Sprintf(". The workspace holds %s and works as before: delete files to make room", b.Usage)
-		if out.Error != nil && strings.Contains(out.Error.Message, "state is lost") {
+		if sessionLost {
 			msg += "; the session's interpreter ended with it and its state is lost (the next execution with this session id starts a new one)"
 		}
 		out.OK = false

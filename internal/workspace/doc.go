@@ -29,6 +29,10 @@
 // component at a time without following links. In a plain directory the
 // quota is not hard: the code writes what the disk takes between an event
 // and its stop (then removed), and files it unlinked while keeping them
-// open are not seen. Two processes writing one workspace are not serialized
-// with each other (writers in one process are).
+// open are not seen. Stores through a memory mapping report no event: the
+// sparse files they could fill are looked at again around and during each
+// run (sparse.go), and what changed between runs, when it took the
+// workspace past its limits, is undone when the next run begins. Two
+// processes writing one workspace are not serialized with each other
+// (writers in one process are).
 package workspace

@@ -31,8 +31,9 @@ import (
 //
 // What it does not see: space held by files the code unlinked while it
 // keeps them open (they have no name; they are freed when the execution's
-// processes end), and changes made through a memory mapping after the file
-// was closed (inotify reports no event for them).
+// processes end). Stores through a memory mapping report no event either;
+// the only growth they can make, a sparse file's holes filled, is looked
+// for by restatSparse (see sparse.go).
 
 // watchMask is what each directory's watch reports. IN_EXCL_UNLINK keeps a
 // file that was unlinked but is still open from reporting its writes under
@@ -87,6 +88,9 @@ type node struct {
 	alloc  int64 // bytes allocated on disk, as st_blocks counts them
 	mtime  int64
 	ino    uint64
+	// holes is where a sparse file (see sparse.go) had holes when last
+	// looked at; nil for any other entry.
+	holes *holeMap
 }
 
 // path is n's path relative to the workspace, with forward slashes.
@@ -119,6 +123,10 @@ type change struct {
 	moved bool  // by a rename: no bytes were written
 	prev  int64 // opModify: the size before
 	alloc int64 // opCreate: the bytes allocated then
+	// opModify of a file: its allocation before, and where its holes
+	// were if it was sparse (nil if not).
+	prevAlloc int64
+	holes     *holeMap
 }
 
 // tree is the index of one workspace. The watcher's mutex guards it.
@@ -133,6 +141,17 @@ type tree struct {
 	log  []change
 	seq  uint64
 	runs map[*Run]struct{}
+	// idle holds the changes made while no run was open since the last
+	// Begin, the newest maxIdle of them (idleCut says older ones were
+	// dropped): a live session's thread or memory mapping can change the
+	// workspace between its executions, and Begin undoes those changes
+	// when they took it past its limits, so that the next execution is
+	// not blamed for them.
+	idle    []change
+	idleCut bool
+	// sparse is the files whose allocation is below their size: their
+	// allocation can grow without an event (see sparse.go).
+	sparse map[*node]struct{}
 	// onChange, when set, is called (with the watcher's mutex held) after
 	// every batch of events that changed the tree while a run is open.
 	onChange func()
@@ -416,11 +435,59 @@ func (w *watcher) finishMoves(touched map[*tree]bool) {
 	}
 }
 
-// record appends a change to t's log while a run is open.
+// maxIdle bounds the changes kept between runs (tree.idle).
+const maxIdle = 4096
+
+// record appends a change to t's log while a run is open, else to the
+// changes between runs.
 func (t *tree) record(c change) {
 	if len(t.runs) > 0 {
 		t.log = append(t.log, c)
+		return
 	}
+	if len(t.idle) >= maxIdle {
+		// The newest are kept: they are what Begin undoes first.
+		t.idle = slices.Delete(t.idle, 0, maxIdle/2)
+		t.idleCut = true
+	}
+	t.idle = append(t.idle, c)
+}
+
+// track keeps t.sparse and n.holes in line with n's stat: a sparse file's
+// holes are listed (through dfd, its directory), any other entry's dropped.
+func (t *tree) track(n *node, dfd int) {
+	if !sparse(n.kind, n.size, n.alloc) {
+		n.holes = nil
+		delete(t.sparse, n)
+		return
+	}
+	n.holes = holesAt(dfd, n.name, n.ino, n.size)
+	t.sparse[n] = struct{}{}
+}
+
+// restatSparse looks again at every file whose allocation can have grown
+// without an event (stores through a memory mapping into its holes),
+// bringing the index in line; what changed is recorded like any change, in
+// the open runs' log or between runs. It reports whether anything did.
+// The watcher's mutex is held.
+func (w *watcher) restatSparse(t *tree) bool {
+	if t.err != nil || len(t.sparse) == 0 {
+		return false
+	}
+	changed := false
+	for n := range t.sparse {
+		if n.parent == nil {
+			continue // renamed away; its other half says where
+		}
+		if w.refresh(t, n.parent, n.name) {
+			changed = true
+		}
+	}
+	w.closeFDs()
+	if changed && t.onChange != nil && len(t.runs) > 0 {
+		t.onChange()
+	}
+	return changed
 }
 
 // account adds a node's allocation and count to the tree's totals (sign
@@ -457,6 +524,7 @@ func (w *watcher) refresh(t *tree, d *node, name string) bool {
 	if old == nil {
 		n := &node{name: name, parent: d, kind: k}
 		setStat(n, &st)
+		t.track(n, dfd)
 		d.kids[name] = n
 		t.account(n, +1)
 		t.record(change{path: n.path(), op: opCreate, kind: k, alloc: n.alloc})
@@ -469,12 +537,13 @@ func (w *watcher) refresh(t *tree, d *node, name string) bool {
 	if old.size == st.Size && old.mtime == st.Mtim.Nano() && old.ino == st.Ino && old.alloc == st.Blocks*512 {
 		return false
 	}
-	prev := old.size
+	prev, prevAlloc, holes := old.size, old.alloc, old.holes
 	t.bytes -= old.alloc
 	setStat(old, &st)
 	t.bytes += old.alloc
+	t.track(old, dfd)
 	if k != kindDir {
-		t.record(change{path: old.path(), op: opModify, kind: k, prev: prev})
+		t.record(change{path: old.path(), op: opModify, kind: k, prev: prev, prevAlloc: prevAlloc, holes: holes})
 	}
 	return true
 }
@@ -670,6 +739,7 @@ func (w *watcher) dropSubtree(t *tree, n *node, p string, detached bool) {
 			t.account(x, -1)
 		}
 		t.record(change{path: p + rel, op: opDelete, kind: x.kind})
+		delete(t.sparse, x)
 		w.forgetFD(x)
 		if x.wd != 0 {
 			if w.byWD[x.wd] == x {
@@ -711,7 +781,7 @@ func (w *watcher) addTree(dir string) (*tree, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	t := &tree{dir: dir, rootFD: fd, runs: map[*Run]struct{}{}}
+	t := &tree{dir: dir, rootFD: fd, runs: map[*Run]struct{}{}, sparse: map[*node]struct{}{}}
 	t.root = &node{kind: kindDir, kids: map[string]*node{}}
 	setStat(t.root, &st)
 	w.mu.Lock()
@@ -724,6 +794,9 @@ func (w *watcher) addTree(dir string) (*tree, error) {
 	w.treeOf[t.root] = t
 	w.watchDir(t, t.root)
 	w.closeFDs()
+	// What the workspace held before it was indexed is not a change
+	// between runs: nothing undoes it.
+	t.idle, t.idleCut = nil, false
 	if t.err != nil {
 		err := t.err
 		w.dropTreeLocked(t)

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"io/fs"
+	"os"
 	"path"
 	"syscall"
 )
@@ -12,6 +13,9 @@ import (
 // execution created, changed or deleted, without reading them.
 type Snapshot struct {
 	files map[string]fileState
+	// holes is where each sparse file had holes (see sparse.go): what
+	// undoes a run's stores into them through a memory mapping.
+	holes map[string]*holeMap
 	// alloc and entries are the bytes allocated to every entry and their
 	// number, the root not counted.
 	alloc, entries int64
@@ -29,7 +33,7 @@ type fileState struct {
 // records its regular files. Write's temporary files are left out. A
 // workspace that cannot be walked gives an empty snapshot.
 func (w *Workspace) Snapshot() Snapshot {
-	s := Snapshot{files: map[string]fileState{}}
+	s := Snapshot{files: map[string]fileState{}, holes: map[string]*holeMap{}}
 	visited := 0
 	w.walk(".", func(rel string, fi fs.FileInfo) error {
 		if visited++; visited > maxVisit {
@@ -41,6 +45,9 @@ func (w *Workspace) Snapshot() Snapshot {
 		s.entries++
 		if fi.Mode().IsRegular() && !isTemp(path.Base(rel)) {
 			s.files[rel] = fileState{size: fi.Size(), alloc: alloc, mtime: fi.ModTime().UnixNano(), ino: inode(fi)}
+			if sparse(kindFile, fi.Size(), alloc) {
+				s.holes[rel] = w.holesOf(rel, inode(fi), fi.Size())
+			}
 		}
 		return nil
 	})
@@ -59,4 +66,19 @@ func allocated(fi fs.FileInfo) int64 {
 func (s Snapshot) Size(p string) (int64, bool) {
 	st, ok := s.files[p]
 	return st.size, ok
+}
+
+// holesOf lists the holes of the sparse file at rel, whose inode must be
+// ino; unknown from offset 0 when it cannot be read.
+func (w *Workspace) holesOf(rel string, ino uint64, size int64) *holeMap {
+	f, err := w.root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return &holeMap{cut: 0}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || inode(fi) != ino {
+		return &holeMap{cut: 0}
+	}
+	return holesOf(int(f.Fd()), size)
 }

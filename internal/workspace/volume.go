@@ -249,6 +249,9 @@ type Volume struct {
 	quota      int64
 	maxEntries int64
 	reclaimMu  sync.Mutex // one reclaim at a time
+
+	walkMu   sync.Mutex
+	lastWalk *Snapshot // not watched: the workspace when the last run ended
 }
 
 // Dir returns the workspace's host directory.
@@ -340,6 +343,9 @@ func (v *Volume) Usage() (Usage, error) {
 		u.Bytes, u.Entries = b, e
 	case v.t != nil:
 		v.vs.w.mu.Lock()
+		// The one growth no event reports (stores through a mapping into
+		// a sparse file's holes) is looked for whenever usage is asked.
+		v.vs.w.restatSparse(v.t)
 		u.Bytes, u.Entries = v.t.bytes, v.t.count
 		err := v.t.err
 		v.vs.w.mu.Unlock()
@@ -400,39 +406,106 @@ type Run struct {
 	before Snapshot // a workspace that is not watched: its state when it began
 	left   int64
 
+	undone     *Breach       // changes made between runs, undone by Begin
 	breach     chan struct{} // closed when a limit is passed (a watched directory)
 	breachOnce sync.Once
 	stopPoll   chan struct{}
 	polled     chan struct{}
 }
 
-// Begin starts a run: an execution is about to start.
+// Begin starts a run: an execution is about to start. When the workspace
+// is past its limits because of what changed since the last run ended (a
+// live session's thread, or its stores through a memory mapping, which no
+// run was open to be blamed for), those changes are undone first, newest
+// first, so that this run starts under them and is not stopped for them;
+// Report.Undone says what was undone.
 func (v *Volume) Begin() *Run {
 	r := &Run{v: v, breach: make(chan struct{}), left: -1}
 	// What changed before (a tool's write, another process) is applied
 	// first, so that it is not taken for the run's.
 	v.settle()
+	r.undone = v.undoIdle()
 	if v.t != nil {
 		w := v.vs.w
 		w.mu.Lock()
 		if v.t.err == nil {
 			r.start = v.t.seq + uint64(len(v.t.log))
 			v.t.runs[r] = struct{}{}
+			v.t.idle, v.t.idleCut = nil, false
 		}
 		w.mu.Unlock()
 	}
 	if !r.watched() {
 		r.before, _ = v.snapshot()
+		if r.undone == nil {
+			if r.undone = v.undoSinceWalk(r.before); r.undone != nil {
+				r.before, _ = v.snapshot()
+			}
+		}
 	}
 	u, err := v.Usage()
 	if err == nil && v.quota > 0 {
 		r.left = max(0, v.quota-u.Bytes)
 	}
-	if !r.watched() && v.img == nil && (v.quota > 0 || v.maxEntries > 0) {
+	// A workspace that is not watched is walked while the run is open; a
+	// watched one is asked for its usage, which looks again at its sparse
+	// files, whose growth no event reports.
+	if v.img == nil && (v.quota > 0 || v.maxEntries > 0) {
 		r.stopPoll, r.polled = make(chan struct{}), make(chan struct{})
 		go r.poll()
 	}
 	return r
+}
+
+// overLocked says whether the index shows the workspace past its limits.
+// The watcher's mutex is held.
+func (v *Volume) overLocked() bool {
+	return (v.quota > 0 && v.t.bytes > v.quota) || (v.maxEntries > 0 && v.t.count > v.maxEntries)
+}
+
+// undoIdle undoes the changes made in a watched directory since the last
+// run ended, when they took it past its limits.
+func (v *Volume) undoIdle() *Breach {
+	if v.t == nil || v.img != nil {
+		return nil
+	}
+	w := v.vs.w
+	w.mu.Lock()
+	var changes []netChange
+	if v.t.err == nil {
+		w.restatSparse(v.t)
+		if len(v.t.runs) == 0 && v.overLocked() {
+			changes = v.t.net(v.t.idle)
+		}
+		v.t.idle, v.t.idleCut = nil, false
+	}
+	w.mu.Unlock()
+	return v.undoBetween(changes)
+}
+
+// undoSinceWalk is undoIdle for a directory that is not watched: the
+// changes are those between the walk at the end of the last run and now.
+func (v *Volume) undoSinceWalk(now Snapshot) *Breach {
+	if v.img != nil || !((v.quota > 0 && now.alloc > v.quota) || (v.maxEntries > 0 && now.entries > v.maxEntries)) {
+		return nil
+	}
+	v.walkMu.Lock()
+	last := v.lastWalk
+	v.walkMu.Unlock()
+	if last == nil {
+		return nil
+	}
+	return v.undoBetween(diffSnapshots(*last, now))
+}
+
+func (v *Volume) undoBetween(changes []netChange) *Breach {
+	if len(changes) == 0 {
+		return nil
+	}
+	b := v.reclaim(changes)
+	v.vs.log.Warn("workspace: changes made between executions (a session's thread or memory mapping) took it past its limits; undone before the next execution",
+		"removed", len(b.Removed), "truncated", len(b.Truncated), "reached", b.Reached.String(), "usage", b.Usage.String())
+	return b
 }
 
 // watched says whether the run's changes come from the index.
@@ -480,8 +553,9 @@ func (v *Volume) checkBreachLocked() {
 }
 
 // pollInterval is how often a workspace that cannot be watched is walked
-// for its quota while an execution runs; a slow walk is repeated less
-// often, so the watcher takes about a tenth of a core at most.
+// for its quota while an execution runs, and a watched one's sparse files
+// looked at again; a slow round is repeated less often, so the watcher
+// takes about a tenth of a core at most.
 const pollInterval = 50 * time.Millisecond
 
 func (r *Run) poll() {
@@ -496,7 +570,14 @@ func (r *Run) poll() {
 		case <-timer.C:
 		}
 		start := time.Now()
-		if u, err := r.v.Usage(); err == nil && u.Over() {
+		if r.watched() {
+			// A breach comes from the index (checkBreachLocked), as for
+			// a change an event reported.
+			w := r.v.vs.w
+			w.mu.Lock()
+			w.restatSparse(r.v.t)
+			w.mu.Unlock()
+		} else if u, err := r.v.Usage(); err == nil && u.Over() {
 			r.breachOnce.Do(func() { close(r.breach) })
 			return
 		}
@@ -519,6 +600,10 @@ type Report struct {
 	Incomplete bool
 	// Breach is set when the workspace passed a limit during the run.
 	Breach *Breach
+	// Undone is set when, before the run began, changes made since the
+	// last run ended had taken the workspace past its limits and were
+	// undone (see Begin).
+	Undone *Breach
 }
 
 // Breach says how a run passed the workspace's limits and what was undone.
@@ -538,15 +623,17 @@ func (r *Run) End() Report {
 		close(r.stopPoll)
 		<-r.polled
 	}
-	var rep Report
+	rep := Report{Undone: r.undone}
 	var changes []netChange
+	var after Snapshot
 	if r.watched() {
 		complete := r.v.vs.w.sync()
 		var broken bool
 		changes, broken = r.takeLog()
 		rep.Incomplete = !complete || broken
 	} else {
-		after, err := r.v.snapshot()
+		var err error
+		after, err = r.v.snapshot()
 		rep.Incomplete = err != nil || r.before.Truncated || after.Truncated
 		changes = diffSnapshots(r.before, after)
 		if r.v.img == nil && r.v.quota > 0 {
@@ -571,6 +658,14 @@ func (r *Run) End() Report {
 	if r.breached() || (r.v.img == nil && r.overNow()) {
 		rep.Breach = r.v.reclaim(changes)
 	}
+	if after.files != nil {
+		if rep.Breach != nil {
+			after, _ = r.v.snapshot()
+		}
+		r.v.walkMu.Lock()
+		r.v.lastWalk = &after
+		r.v.walkMu.Unlock()
+	}
 	return rep
 }
 
@@ -591,10 +686,14 @@ type netChange struct {
 	kind  kind
 	moved bool  // it came by a rename: no bytes were written to it
 	prev  int64 // opModify: its size before the run
-	size  int64 // its size now (files)
-	alloc int64 // bytes allocated now
-	mtime int64 // its modification time now (files and directories)
-	order int   // when it last changed in the log; later is larger
+	// opModify of a file: its allocation before the run, and where its
+	// holes were then if it was sparse (nil if not or not known).
+	prevAlloc int64
+	holes     *holeMap
+	size      int64 // its size now (files)
+	alloc     int64 // bytes allocated now
+	mtime     int64 // its modification time now (files and directories)
+	order     int   // when it last changed in the log; later is larger
 }
 
 // takeLog removes r from its tree and returns the net changes of its part
@@ -604,15 +703,27 @@ func (r *Run) takeLog() (_ []netChange, broken bool) {
 	w, t := r.v.vs.w, r.v.t
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	// Stores through a memory mapping made no event: the files they can
+	// have grown are looked at now, so that the growth is this run's.
+	w.restatSparse(t)
 	var entries []change
 	if r.start >= t.seq {
 		entries = t.log[min(len(t.log), int(r.start-t.seq)):]
 	}
+	out := t.net(entries)
+	delete(t.runs, r)
+	t.trim()
+	return out, t.err != nil
+}
+
+// net gives the net changes of a part of t's log, with the files' sizes
+// now, oldest first. The watcher's mutex is held.
+func (t *tree) net(entries []change) []netChange {
 	byPath := map[string]*netChange{}
 	for i, c := range entries {
 		n := byPath[c.path]
 		if n == nil {
-			nc := netChange{path: c.path, op: c.op, kind: c.kind, moved: c.moved, prev: c.prev, order: i}
+			nc := netChange{path: c.path, op: c.op, kind: c.kind, moved: c.moved, prev: c.prev, prevAlloc: c.prevAlloc, holes: c.holes, order: i}
 			byPath[c.path] = &nc
 			continue
 		}
@@ -637,13 +748,11 @@ func (r *Run) takeLog() (_ []netChange, broken bool) {
 		}
 		out = append(out, *n)
 	}
-	delete(t.runs, r)
-	t.trim()
 	// Oldest first by modification time, then by the log: an entry found
 	// by the scan of a new directory (written before its watch was added)
 	// is logged after entries written later than it.
 	slices.SortFunc(out, func(a, b netChange) int { return cmp.Or(cmp.Compare(a.mtime, b.mtime), a.order-b.order) })
-	return out, t.err != nil
+	return out
 }
 
 // lookup finds the node at a path relative to the workspace.
@@ -684,7 +793,8 @@ func diffSnapshots(before, after Snapshot) []netChange {
 		case !ok:
 			out = append(out, netChange{path: p, op: opCreate, kind: kindFile, size: st.size, alloc: st.alloc, order: int(st.mtime)})
 		case old != st:
-			out = append(out, netChange{path: p, op: opModify, kind: kindFile, prev: old.size, size: st.size, alloc: st.alloc, order: int(st.mtime)})
+			out = append(out, netChange{path: p, op: opModify, kind: kindFile, prev: old.size, prevAlloc: old.alloc, holes: before.holes[p],
+				size: st.size, alloc: st.alloc, order: int(st.mtime)})
 		}
 	}
 	for p := range before.files {
@@ -696,9 +806,34 @@ func diffSnapshots(before, after Snapshot) []netChange {
 	return out
 }
 
+// grew says whether a run grew a file it did not create: its size, or its
+// allocation alone (holes filled, through a memory mapping or by writes
+// past a seek; blocks preallocated past its end, fallocate with
+// FALLOC_FL_KEEP_SIZE).
+func (c netChange) grew() bool {
+	return c.size > c.prev || c.alloc > c.prevAlloc
+}
+
+// undoGrowth takes back what a run added to a file it did not create: it
+// is cut back to its size before (which also frees blocks preallocated past
+// its end, even at the same size), and the holes it had before, within
+// that size, are punched out again, so that what the run stored into them
+// is gone and what the file held before stays.
+func undoGrowth(f *os.File, c netChange) error {
+	size := min(c.prev, c.size) // never extended: a file the run shrank stays shrunk
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	if c.holes != nil {
+		return unfill(f, c.holes, size)
+	}
+	return nil
+}
+
 // reclaim brings a workspace that a run took past its limits back under
 // them: the entries the run created are removed and the files it grew cut
-// back to their size before it, newest first, until it is under them.
+// back to their size before it (and the holes it filled punched out
+// again), newest first, until it is under them.
 // Entries that came by a rename (no bytes were written) are left alone.
 // What each step frees is counted from the index as it goes, and the
 // workspace measured again (after the index caught up) only once that
@@ -727,14 +862,14 @@ func (v *Volume) reclaim(changes []netChange) *Breach {
 			b.Removed = append(b.Removed, c.path)
 			u.Bytes -= c.alloc
 			u.Entries--
-		case c.op == opModify && c.kind == kindFile && c.size > c.prev:
+		case c.op == opModify && c.kind == kindFile && c.grew():
 			f, err := root.OpenFile(filepath.FromSlash(c.path), os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 			if err != nil {
 				continue
 			}
-			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && f.Truncate(c.prev) == nil {
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && undoGrowth(f, c) == nil {
 				b.Truncated = append(b.Truncated, c.path)
-				u.Bytes -= c.alloc - allocFor(c.prev)
+				u.Bytes -= c.alloc - min(c.alloc, c.prevAlloc, allocFor(c.prev))
 			}
 			f.Close()
 		default:
