@@ -11,6 +11,7 @@ import (
 
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/envs"
+	"github.com/codecell/codecell/internal/gate"
 	"github.com/codecell/codecell/internal/procdir"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/seccomp"
@@ -113,7 +114,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	}
 	// The gate (SPEC §7) before anything logs: every log line passes it,
 	// and so does what upstream servers write on stderr.
-	gate, err := server.NewGate(cfg.PII, db)
+	gate, err := gate.New(cfg.PII, db)
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/codecell/codecell/internal/config"
+	"github.com/codecell/codecell/internal/gate"
 )
 
 // straddlers are values a cut must not leave part of. The tests below run
@@ -35,7 +36,7 @@ func straddle(at, k int, v string, after int) string {
 // split even where no detector finds the value; before, with the gate off,
 // it kept dave.trunc@example.o.
 func TestAnswerCutLeavesNoPartOfAValue(t *testing.T) {
-	s := &Server{gate: &Gate{}} // the gate off: no detector
+	s := &Server{gate: offGate(t)} // the gate off: no detector
 	for _, v := range straddlers {
 		for k := 1; k < len(v); k++ {
 			// keep 1500 at weight 1: the head ends at byte 1000, the tail
@@ -55,7 +56,7 @@ func TestAnswerCutLeavesNoPartOfAValue(t *testing.T) {
 // TestProgressLineLeavesNoPartOfAValue: a progress line cut to its length
 // drops the run it would split.
 func TestProgressLineLeavesNoPartOfAValue(t *testing.T) {
-	p := &progress{s: &Server{gate: &Gate{}}, whole: true}
+	p := &progress{s: &Server{gate: offGate(t)}, whole: true}
 	for _, v := range straddlers {
 		for k := 1; k < len(v); k++ {
 			p.tail = []byte(straddle(progressLine, k, v, 10) + "\n")
@@ -97,7 +98,7 @@ func TestPageLeavesNoPartOfAValue(t *testing.T) {
 // TestExcerptLeavesNoPartOfAValue: the execution log's excerpts, and the
 // paths a quota's message names, are cut where no value is split.
 func TestExcerptLeavesNoPartOfAValue(t *testing.T) {
-	s := &Server{gate: &Gate{}}
+	s := &Server{gate: offGate(t)}
 	for _, v := range straddlers {
 		for k := 1; k < len(v); k++ {
 			if got := s.excerpt(straddle(1000, k, v, 100), 1000); partOf(got, v) || !strings.Contains(got, "more bytes]") {
@@ -113,4 +114,15 @@ func TestExcerptLeavesNoPartOfAValue(t *testing.T) {
 			}
 		}
 	}
+}
+
+// offGate is a gate made with pii.mode "off": it tokenizes nothing, and
+// cuts at characters only.
+func offGate(t testing.TB) *gate.Gate {
+	t.Helper()
+	g, err := gate.New(config.PII{Mode: "off"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/codecell/codecell/internal/catalog"
 	"github.com/codecell/codecell/internal/config"
+	"github.com/codecell/codecell/internal/gate/gatetest"
 	"github.com/codecell/codecell/internal/httpapi"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/store"
@@ -154,11 +155,7 @@ func (l *leakServer) call(t *testing.T, name string, args map[string]any) (*mcp.
 // noneOf fails if text holds any of raw.
 func noneOf(t *testing.T, where, text string, raw ...string) {
 	t.Helper()
-	for _, r := range raw {
-		if strings.Contains(text, r) {
-			t.Errorf("%s holds %q:\n%s", where, r, text)
-		}
-	}
+	gatetest.NoneOf(t, where, text, raw...)
 }
 
 // Numbers: a result that is a number (result = 4111111111111111) is

@@ -38,7 +38,7 @@ func (s *Server) initMetrics() {
 		}
 	}
 	s.metrics = metrics.New(opts)
-	s.gate.metrics = s.metrics
+	s.gate.SetMetrics(s.metrics)
 }
 
 // MetricsHandler serves the metrics in the Prometheus text format, for

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codecell/codecell/internal/gate"
 	"github.com/codecell/codecell/internal/pii"
 )
 
@@ -22,11 +23,11 @@ func (s *Server) arguments(ctx context.Context, ns string, raw json.RawMessage) 
 	if s.gate.Off() || len(raw) == 0 {
 		return raw, nil
 	}
-	out, known, err := pii.RestoreJSONKnown(raw, s.gate.vault(ctx, ns))
+	out, known, err := pii.RestoreJSONKnown(raw, s.gate.Vault(ctx, ns))
 	if err != nil {
 		return nil, err
 	}
-	restored(ctx, known)
+	gate.Restored(ctx, known)
 	return out, nil
 }
 
@@ -37,11 +38,11 @@ func (s *Server) pathArg(ctx context.Context, ns, p string) (string, error) {
 	if s.gate.Off() || !strings.Contains(p, "[") {
 		return p, nil
 	}
-	out, known, err := pii.RestoreKnown(p, s.gate.vault(ctx, ns))
+	out, known, err := pii.RestoreKnown(p, s.gate.Vault(ctx, ns))
 	if err != nil {
 		return "", err
 	}
-	restored(ctx, known)
+	gate.Restored(ctx, known)
 	return out, nil
 }
 
@@ -72,14 +73,14 @@ func (s *Server) addPrivacyTools() {
 		Title:       "Replace personal data by tokens",
 		Description: "Replace emails, phone numbers, card numbers, IBANs, SSNs, IP addresses and secrets in a text by stable tokens such as [EMAIL_3f9a2c].",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in SanitizeInput) (*mcp.CallToolResult, SanitizeOutput, error) {
-		det := s.gate.det
+		det := s.gate.Detector()
 		if det == nil {
 			var err error
 			if det, err = pii.New(pii.Options{PhoneRegion: s.cfg.PII.PhoneRegion}); err != nil {
 				return nil, SanitizeOutput{}, err
 			}
 		}
-		text, counts, err := det.Tokenize(in.Text, s.gate.vault(ctx, namespaceOf(req)))
+		text, counts, err := det.Tokenize(in.Text, s.gate.Vault(ctx, namespaceOf(req)))
 		if err != nil {
 			return nil, SanitizeOutput{}, err
 		}
@@ -104,7 +105,7 @@ func (s *Server) addPrivacyTools() {
 		Title:       "Restore tokenized personal data",
 		Description: "Replace the tokens of this namespace in a text by the original values.",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in RestoreInput) (*mcp.CallToolResult, RestoreOutput, error) {
-		text, err := pii.Restore(in.Text, s.gate.vault(ctx, namespaceOf(req)))
+		text, err := pii.Restore(in.Text, s.gate.Vault(ctx, namespaceOf(req)))
 		if err != nil {
 			return nil, RestoreOutput{}, err
 		}

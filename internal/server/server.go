@@ -15,6 +15,7 @@ import (
 	"github.com/codecell/codecell/internal/catalog"
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/envs"
+	"github.com/codecell/codecell/internal/gate"
 	"github.com/codecell/codecell/internal/metrics"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/skills"
@@ -67,7 +68,7 @@ type Options struct {
 	// one from Config.PII and Store, and passes the server's own log lines
 	// through it. A caller that gives one has passed Logger through its
 	// LogHandler.
-	Gate    *Gate
+	Gate    *gate.Gate
 	Version string       // reported to clients; "" means "dev"
 	Logger  *slog.Logger // nil means silent
 	// Replica names this server among replicas behind one balancer: its
@@ -81,7 +82,7 @@ type Server struct {
 	exec    Executor
 	up      Upstreams
 	envs    *envs.Manager
-	gate    *Gate
+	gate    *gate.Gate
 	store   *store.Store // nil: no execution log
 	tools   *toolIndex
 	policy  policy
@@ -107,7 +108,7 @@ type Server struct {
 
 // DefaultNamespace is the namespace of stdio clients and of HTTP without
 // tokens.
-const DefaultNamespace = "default"
+const DefaultNamespace = gate.DefaultNamespace
 
 // New builds the MCP server with the toolsets the config selects.
 func New(opts Options) (*Server, error) {
@@ -135,7 +136,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.gate = opts.Gate
 	if s.gate == nil {
-		g, err := NewGate(opts.Config.PII, opts.Store)
+		g, err := gate.New(opts.Config.PII, opts.Store)
 		if err != nil {
 			return nil, err
 		}
@@ -214,7 +215,7 @@ func (s *Server) Close() {
 }
 
 // Gate returns the server's gate, for the HTTP routes and the logs.
-func (s *Server) Gate() *Gate { return s.gate }
+func (s *Server) Gate() *gate.Gate { return s.gate }
 
 // MCP returns the underlying MCP server, for a transport to run.
 func (s *Server) MCP() *mcp.Server { return s.mcp }

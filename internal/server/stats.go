@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codecell/codecell/internal/gate"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/store"
 	"github.com/codecell/codecell/internal/textcut"
@@ -54,7 +55,7 @@ func (s *Server) recordExecution(ctx context.Context, j job, out ExecuteCodeOutp
 		calls = nil
 	}
 	// gated passes a field through the gate whole, then cuts it.
-	ctx = uncounted(ctx)
+	ctx = gate.Uncounted(ctx)
 	gated := func(text string, max int) string {
 		t, err := s.gate.Text(ctx, j.Namespace, text)
 		if err != nil {

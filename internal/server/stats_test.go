@@ -305,7 +305,7 @@ func TestStatsNeedStore(t *testing.T) {
 var emailLine = regexp.MustCompile(`^mail \[EMAIL_[0-9a-f]{6,}\]\n$`)
 
 func TestExcerpt(t *testing.T) {
-	s := &Server{gate: &Gate{}} // the gate off: cuts at characters only
+	s := &Server{gate: offGate(t)} // the gate off: cuts at characters only
 	excerpt := s.excerpt
 	for _, tc := range []struct {
 		in   string

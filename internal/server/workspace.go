@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codecell/codecell/internal/gate"
 	"github.com/codecell/codecell/internal/pii"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/textcut"
@@ -309,7 +310,7 @@ func (s *Server) pageBounds(ctx context.Context, ws *workspace.Workspace, p stri
 	}
 	var matches []pii.Match
 	if !s.gate.Off() {
-		matches = s.gate.det.Find(window)
+		matches = s.gate.Detector().Find(window)
 	}
 	for moved := true; moved; {
 		moved = false
@@ -334,7 +335,7 @@ func (s *Server) pageBounds(ctx context.Context, ws *workspace.Workspace, p stri
 			known = append(known, pii.Known{Kind: m.Kind, Value: m.Value})
 		}
 	}
-	restored(ctx, known)
+	gate.Restored(ctx, known)
 	c.Offset += int64(a - len(before))
 	c.Data = []byte(window[a:b])
 	c.More = c.Offset+int64(len(c.Data)) < c.Size

@@ -1,4 +1,4 @@
-package server
+package gate
 
 import (
 	"bytes"
@@ -23,44 +23,14 @@ import (
 	"github.com/codecell/codecell/internal/store"
 )
 
-// Gate is the one place where personal data is tokenized on its way out of
-// codecell (SPEC §7). Everything that leaves toward a model or an operator
-// passes it, whole, before any cut to a size limit:
-//
-//   - every MCP result and error (every string of every content type:
-//     text, MIME types, annotations, links, _meta; structured content;
-//     resource contents; every number) and every notification, by the
-//     server's middleware (Server.gateMiddleware);
-//   - every blob (image and audio data, resource blobs, file pages sent
-//     as base64), read in the form its bytes mean (see blob.go): text in
-//     its encoding, images by their metadata; what it cannot read is
-//     withheld;
-//   - every REST and dashboard answer, by package httpapi (Options.Gate);
-//   - every log line, by LogHandler;
-//   - every excerpt of an upstream server's stderr, by Redact, line by
-//     line as it is written;
-//   - the execution log, written tokenized.
-//
-// Cuts to a size limit (output, progress lines, log excerpts, file pages)
-// ask Cut where to cut: never inside a value the detectors find in the
-// whole text. Restoring tokens happens only host-side, into the arguments
-// of upstream tool calls and into path arguments; the values restored for
-// a request are tokenized again wherever they come back in its answer,
-// whether or not a detector finds them there.
-//
-// Tokens are issued by the vault of the namespace the output goes to;
-// what goes only to operators (log lines, upstream stderr, shown to every
-// namespace) uses a vault of its own, whose tokens no namespace can
-// restore; the host's own DNS resolvers are left as they are there. It
-// does not protect against what the detectors miss (see package pii),
-// against values encoded out of sight in text (base64 inside a string,
-// text drawn as pixels of an image), nor against a value split by the
-// code itself across outputs or across the pages of a file that is not
-// UTF-8.
+// Gate tokenizes personal data on its way out (see the package doc).
 //
 // A Gate is safe for concurrent use; mu guards memory.
 type Gate struct {
-	det *pii.Detector // nil when pii.mode is "off"
+	// made says New made it. A Gate it did not make (the zero value, a
+	// nil pointer) refuses every answer rather than pass it unexamined.
+	made bool
+	det  *pii.Detector // nil when pii.mode is "off"
 	// opDet is det for what only operators see, which leaves the
 	// operator's own addresses (its DNS resolvers) as they are.
 	opDet   *pii.Detector
@@ -71,15 +41,15 @@ type Gate struct {
 	memory map[string]*pii.MemoryVault
 }
 
-// operatorNamespace is the vault of what only operators see. It is not a
+// OperatorNamespace is the vault of what only operators see. It is not a
 // valid namespace name (those start with a letter or digit), so no token
 // maps to it.
-const operatorNamespace = "_operator"
+const OperatorNamespace = "_operator"
 
-// NewGate returns the gate for a config's pii settings; st, if not nil,
+// New returns the gate for a config's pii settings; st, if not nil,
 // keeps the vaults.
-func NewGate(c config.PII, st *store.Store) (*Gate, error) {
-	g := &Gate{store: st}
+func New(c config.PII, st *store.Store) (*Gate, error) {
+	g := &Gate{made: true, store: st}
 	if c.Mode == "off" {
 		return g, nil
 	}
@@ -126,14 +96,42 @@ func nameservers(path string) []string {
 
 // detector is the detector for text going to namespace ns.
 func (g *Gate) detector(ns string) *pii.Detector {
-	if ns == operatorNamespace {
+	if ns == OperatorNamespace {
 		return g.opDet
 	}
 	return g.det
 }
 
-// Off reports whether nothing is tokenized (pii.mode "off").
-func (g *Gate) Off() bool { return g == nil || g.det == nil }
+// DefaultNamespace is the namespace of stdio clients and of HTTP without
+// tokens, whose vault an empty namespace names.
+const DefaultNamespace = "default"
+
+// Off reports whether nothing is tokenized: the gate was made with pii.mode
+// "off". A Gate New did not make is not off: it refuses.
+func (g *Gate) Off() bool { return g != nil && g.made && g.det == nil }
+
+// errNoGate is the answer of a Gate New did not make.
+var errNoGate = errors.New("gate: not made by gate.New, so it refuses to pass anything unexamined")
+
+// check fails for a Gate New did not make.
+func (g *Gate) check() error {
+	if g == nil || !g.made {
+		return errNoGate
+	}
+	return nil
+}
+
+// Detector is the detector of the namespaces' answers; nil when the gate
+// is off.
+func (g *Gate) Detector() *pii.Detector {
+	if g == nil {
+		return nil
+	}
+	return g.det
+}
+
+// SetMetrics counts the tokens the gate issues in m (pii_tokens_total).
+func (g *Gate) SetMetrics(m *metrics.Metrics) { g.metrics = m }
 
 // storeVault is a namespace's vault in the store.
 type storeVault struct {
@@ -153,7 +151,7 @@ func (v storeVault) Value(token string) (string, bool, error) {
 	return v.st.VaultValue(v.ctx, v.ns, token)
 }
 
-func (g *Gate) vault(ctx context.Context, ns string) pii.Vault {
+func (g *Gate) Vault(ctx context.Context, ns string) pii.Vault {
 	v := g.namespaceVault(ctx, ns)
 	if f, ok := ctx.Value(foundKey{}).(*foundValues); ok {
 		return recordingVault{Vault: v, found: f}
@@ -231,10 +229,20 @@ type scope struct {
 
 type scopeKey struct{}
 
-// withScope returns ctx carrying a scope for namespace ns.
-func withScope(ctx context.Context, ns string) (context.Context, *scope) {
-	sc := &scope{ns: ns}
-	return context.WithValue(ctx, scopeKey{}, sc), sc
+// WithScope returns ctx carrying a scope for one request of namespace ns:
+// the values restored for it (Restored) are tokenized again wherever they
+// come back in its answer.
+func WithScope(ctx context.Context, ns string) context.Context {
+	return context.WithValue(ctx, scopeKey{}, &scope{ns: ns})
+}
+
+// ScopeNamespace returns the namespace of the request ctx belongs to, if
+// it has a scope.
+func ScopeNamespace(ctx context.Context) (string, bool) {
+	if sc := scopeOf(ctx); sc != nil {
+		return sc.ns, true
+	}
+	return "", false
 }
 
 func scopeOf(ctx context.Context) *scope {
@@ -242,8 +250,9 @@ func scopeOf(ctx context.Context) *scope {
 	return sc
 }
 
-// restored records values restored for the request of ctx.
-func restored(ctx context.Context, known []pii.Known) {
+// Restored records values restored for the request of ctx (into its
+// arguments, or its tool calls'), to be tokenized again in its answer.
+func Restored(ctx context.Context, known []pii.Known) {
 	sc := scopeOf(ctx)
 	if sc == nil || len(known) == 0 {
 		return
@@ -268,6 +277,9 @@ func (g *Gate) Text(ctx context.Context, ns, s string) (string, error) {
 }
 
 func (g *Gate) labelled(ctx context.Context, ns, label, s string) (string, error) {
+	if err := g.check(); err != nil {
+		return "", err
+	}
 	if g.Off() || s == "" {
 		return s, nil
 	}
@@ -275,7 +287,7 @@ func (g *Gate) labelled(ctx context.Context, ns, label, s string) (string, error
 	if len(known) == 0 && !mayHold(label, s) {
 		return s, nil
 	}
-	out, counts, err := g.detector(ns).TokenizeLabelled(label, s, g.vault(ctx, ns), known)
+	out, counts, err := g.detector(ns).TokenizeLabelled(label, s, g.Vault(ctx, ns), known)
 	if err != nil {
 		return "", fmt.Errorf("tokenize personal data: %w", err)
 	}
@@ -290,7 +302,7 @@ type uncountedKey struct{}
 // uncounted marks tokenizations that pii_tokens_total does not count: the
 // same values again (a result's text beside its structured content) or
 // copies for operators (the execution log, log lines).
-func uncounted(ctx context.Context) context.Context {
+func Uncounted(ctx context.Context) context.Context {
 	return context.WithValue(ctx, uncountedKey{}, true)
 }
 
@@ -343,6 +355,9 @@ func (g *Gate) Cut(text string, limit int) int {
 // number found to be a value becomes its token, a string. Key order and
 // other numbers are kept.
 func (g *Gate) JSON(ctx context.Context, ns string, raw []byte) ([]byte, error) {
+	if err := g.check(); err != nil {
+		return nil, err
+	}
 	if g.Off() || len(raw) == 0 {
 		return raw, nil
 	}
@@ -458,68 +473,12 @@ func marshalNoEscape(v any) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
-// errWithheld replaces an answer the gate could not tokenize: it fails
+// ErrWithheld replaces an answer the gate could not tokenize: it fails
 // closed, never open.
-var errWithheld = errors.New("the answer was withheld: personal data in it could not be tokenized")
-
-// gateMiddleware is the receiving middleware that passes every result and
-// error of every request through the gate, and gives the request a scope
-// for the values restored for it. It is the outermost middleware.
-func (s *Server) gateMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		ns := namespaceOfExtra(req.GetExtra())
-		ctx, _ = withScope(ctx, ns)
-		res, err := next(ctx, method, req)
-		if s.gate.Off() {
-			return res, err
-		}
-		if err != nil {
-			return nil, s.gate.gateError(ctx, ns, err)
-		}
-		if res == nil || reflect.ValueOf(res).IsNil() {
-			return res, nil
-		}
-		// restore_pii, listed only when the operator allows it, answers
-		// with the originals: that is what it is for (see the README).
-		if ct, ok := req.(*mcp.CallToolRequest); ok && ct.Params != nil && ct.Params.Name == "restore_pii" {
-			return res, nil
-		}
-		out, gerr := s.gate.Result(ctx, ns, res)
-		if gerr != nil {
-			s.log.Error("gate: an answer was withheld", "method", method, "error", gerr)
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errWithheld.Error()}
-		}
-		return out, nil
-	}
-}
-
-// gateSending is the sending middleware that passes every notification
-// and request the server sends (progress, log messages) through the gate,
-// in the namespace of the request it belongs to, else the operators'.
-func (s *Server) gateSending(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if s.gate.Off() {
-			return next(ctx, method, req)
-		}
-		ns := operatorNamespace
-		if sc := scopeOf(ctx); sc != nil {
-			ns = sc.ns
-		}
-		r, ok := req.(*mcp.ServerRequest[mcp.Params])
-		if !ok || r.Params == nil || reflect.ValueOf(r.Params).IsNil() {
-			return next(ctx, method, req)
-		}
-		p, err := s.gate.params(ctx, ns, r.Params)
-		if err != nil {
-			s.log.Error("gate: a notification was withheld", "method", method, "error", err)
-			return nil, errWithheld
-		}
-		return next(ctx, method, &mcp.ServerRequest[mcp.Params]{Session: r.Session, Params: p, Extra: r.Extra})
-	}
-}
+var ErrWithheld = errors.New("the answer was withheld: personal data in it could not be tokenized")
 
 // params tokenizes a notification's or request's parameters.
-func (g *Gate) params(ctx context.Context, ns string, p mcp.Params) (mcp.Params, error) {
+func (g *Gate) Params(ctx context.Context, ns string, p mcp.Params) (mcp.Params, error) {
 	switch p := p.(type) {
 	case *mcp.ProgressNotificationParams:
 		c := *p
@@ -544,6 +503,9 @@ func (g *Gate) params(ctx context.Context, ns string, p mcp.Params) (mcp.Params,
 // answer's text. When the first pass found anything, a second pass over its
 // output tokenizes those values wherever they are left.
 func (g *Gate) Result(ctx context.Context, ns string, res mcp.Result) (mcp.Result, error) {
+	if err := g.check(); err != nil {
+		return nil, err
+	}
 	ctx, found := recordFound(ctx)
 	out, err := g.result(ctx, ns, res)
 	if err != nil || g.Off() {
@@ -554,10 +516,10 @@ func (g *Gate) Result(ctx context.Context, ns string, res mcp.Result) (mcp.Resul
 		return out, nil
 	}
 	if scopeOf(ctx) == nil {
-		ctx, _ = withScope(ctx, ns)
+		ctx = WithScope(ctx, ns)
 	}
-	restored(ctx, values)
-	return g.result(uncounted(ctx), ns, out)
+	Restored(ctx, values)
+	return g.result(Uncounted(ctx), ns, out)
 }
 
 func (g *Gate) result(ctx context.Context, ns string, res mcp.Result) (mcp.Result, error) {
@@ -616,7 +578,7 @@ func (g *Gate) toolResult(ctx context.Context, ns string, r *mcp.CallToolResult)
 	c.Content = make([]mcp.Content, len(r.Content))
 	cctx := ctx
 	if r.StructuredContent != nil {
-		cctx = uncounted(ctx) // the text renders the structured content
+		cctx = Uncounted(ctx) // the text renders the structured content
 	}
 	for i, ct := range r.Content {
 		t, err := g.content(cctx, ns, ct)
@@ -828,12 +790,15 @@ func isNumber(k reflect.Kind) bool {
 }
 
 // gateError tokenizes an error's message; a JSON-RPC error keeps its code.
-func (g *Gate) gateError(ctx context.Context, ns string, err error) error {
+func (g *Gate) Error(ctx context.Context, ns string, err error) error {
+	if g.check() != nil {
+		return ErrWithheld
+	}
 	var je *jsonrpc.Error
 	if errors.As(err, &je) {
 		msg, terr := g.Text(ctx, ns, je.Message)
 		if terr != nil {
-			return &jsonrpc.Error{Code: je.Code, Message: errWithheld.Error()}
+			return &jsonrpc.Error{Code: je.Code, Message: ErrWithheld.Error()}
 		}
 		c := *je
 		c.Message = msg
@@ -846,7 +811,7 @@ func (g *Gate) gateError(ctx context.Context, ns string, err error) error {
 	}
 	msg, terr := g.Text(ctx, ns, err.Error())
 	if terr != nil {
-		return errWithheld
+		return ErrWithheld
 	}
 	return errors.New(msg)
 }
@@ -855,7 +820,7 @@ func (g *Gate) gateError(ctx context.Context, ns string, err error) error {
 // (an upstream server's stderr): its tokens are the operators' vault's,
 // which no namespace restores.
 func (g *Gate) Redact(text string) string {
-	out, err := g.Text(uncounted(context.Background()), operatorNamespace, text)
+	out, err := g.Text(Uncounted(context.Background()), OperatorNamespace, text)
 	if err != nil {
 		return "(withheld: personal data could not be tokenized)"
 	}
@@ -865,7 +830,7 @@ func (g *Gate) Redact(text string) string {
 // Operator tokenizes JSON only operators see (the answer of a REST route
 // that is the server's, not a namespace's).
 func (g *Gate) Operator(ctx context.Context, raw []byte) ([]byte, error) {
-	return g.JSON(ctx, operatorNamespace, raw)
+	return g.JSON(ctx, OperatorNamespace, raw)
 }
 
 // LogHandler returns a slog handler that tokenizes every record's message

@@ -1,4 +1,4 @@
-package server
+package gate
 
 import (
 	"bytes"
@@ -55,6 +55,9 @@ func isUnreadable(err error) bool {
 
 // blob tokenizes a blob of the given MIME type (a hint only).
 func (g *Gate) blob(ctx context.Context, ns, mimeType string, b []byte) ([]byte, error) {
+	if err := g.check(); err != nil {
+		return nil, err
+	}
 	if g.Off() || len(b) == 0 {
 		return b, nil
 	}
