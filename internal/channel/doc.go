@@ -7,4 +7,9 @@
 // more than its limit, and turns every malformed frame into an error rather
 // than a panic. Whoever owns the channel treats any error as the end of that
 // execution.
+//
+// The frame types and host-call methods are the Type and Method constants.
+// internal/runner/PROTOCOL.md describes the whole conversation: each frame's
+// direction, fields and moment, the zygote's control socket, and each
+// method's params, reply and errors.
 package channel

@@ -108,7 +108,7 @@ type callFrame struct {
 }
 
 type replyFrame struct {
-	Type   string `json:"type"` // "reply"
+	Type   string `json:"type"` // channel.TypeReply
 	ID     int64  `json:"id"`
 	OK     bool   `json:"ok"`
 	Result any    `json:"result,omitempty"`
@@ -143,7 +143,7 @@ func (x *exchange) call(c callFrame, ok bool) bool {
 	if x.nFrames++; x.nFrames > maxCallFrames {
 		return x.broken("more than %d calls", maxCallFrames)
 	}
-	if c.Method == "tool" {
+	if c.Method == channel.MethodTool {
 		n := x.nCalls.Add(1)
 		if x.maxCalls > 0 && n > int64(x.maxCalls) {
 			return x.setFault(failure(ErrToolCallLimit, "the code made more than its limit of %d tool calls; it was stopped", x.maxCalls))
@@ -196,7 +196,7 @@ func (x *exchange) answer(c callFrame) {
 }
 
 func (x *exchange) reply(id int64, result any, err error) {
-	r := replyFrame{Type: "reply", ID: id, OK: err == nil, Result: result}
+	r := replyFrame{Type: channel.TypeReply, ID: id, OK: err == nil, Result: result}
 	if err != nil {
 		r.Result = nil
 		r.Error = &struct {
@@ -212,7 +212,7 @@ func (x *exchange) reply(id int64, result any, err error) {
 	if werr := x.w.Write(r); werr != nil && err == nil {
 		// The code is gone or its answer does not encode; the first case
 		// ends the execution anyway, the second is reported to it.
-		x.w.Write(replyFrame{Type: "reply", ID: id, Error: &struct {
+		x.w.Write(replyFrame{Type: channel.TypeReply, ID: id, Error: &struct {
 			Kind    string `json:"kind"`
 			Message string `json:"message"`
 			Data    any    `json:"data,omitempty"`
@@ -314,7 +314,7 @@ func (x *exchange) read(r io.Reader) bool {
 			return false // the end, or the sandbox went away: the exit status tells why
 		}
 		switch m.Type {
-		case "output":
+		case channel.TypeOutput:
 			var o outputFrame
 			if err := m.Decode(&o); err != nil {
 				return x.broken("%v", err)
@@ -325,11 +325,11 @@ func (x *exchange) read(r io.Reader) bool {
 			if x.output(o.Stream, []byte(o.Data)) {
 				return true
 			}
-		case "call":
+		case channel.TypeCall:
 			if x.call(head.callFrame, decoded) {
 				return true
 			}
-		case "result":
+		case channel.TypeResult:
 			var f resultFrame
 			if err := m.Decode(&f); err != nil {
 				return x.broken("%v", err)

@@ -33,7 +33,7 @@ const gvisorStopWait = 3 * time.Second
 // descriptors from the host once started, so the channel is the container's
 // stdin and stdout, lent to one child at a time: the fork server forks each
 // execution's process ahead of need and says "ready"; that child reads the
-// exec frame and serves the execution as a --oneshot runner would; once it
+// exec frame and serves that one execution over stdin and stdout; once it
 // has exited the fork server kills every other process in the container (it
 // is the PID namespace's init), wipes /tmp and /dev/shm, reports "exited"
 // and forks the next child. The fork server never runs code, so each execution still
@@ -448,7 +448,7 @@ func (g *gvisor) readReady(fr *channel.Reader) error {
 		return err
 	}
 	var r readyFrame
-	if m.Type != "ready" {
+	if m.Type != channel.TypeReady {
 		return fmt.Errorf("frame %q where ready was due", m.Type)
 	}
 	if err := m.Decode(&r); err != nil {
@@ -485,7 +485,7 @@ func (e *exitedFrame) exitInfo() exitInfo {
 // sandbox goes back to the pool, happen after run returns.
 func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result, release func(reusable bool)) {
 	x := newExchange(lim, req)
-	x.endAt = "exited"
+	x.endAt = channel.TypeExited
 	oomBefore := g.cg.OOMKills()
 	oom := func() bool { return g.cg.OOMKills() > oomBefore }
 	defer func() {
@@ -513,7 +513,7 @@ func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result,
 			return
 		}
 		exchanged <- x.run(g.out, g.in, execFrame{
-			Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args, Filename: req.Filename,
+			Type: channel.TypeExec, Code: req.Code, Context: req.Context, Args: req.Args, Filename: req.Filename,
 			Limits: lim.forRunner(Hardened, req.FileSize, false),
 		})
 	}()
@@ -603,8 +603,8 @@ func (g *gvisor) awaitNext(exited *exitedFrame) bool {
 			return false
 		}
 		switch m.Type {
-		case "output":
-		case "exited":
+		case channel.TypeOutput:
+		case channel.TypeExited:
 			if exited, err = g.verify(m); err != nil {
 				g.m.log.Warn("hardened sandbox discarded", "container", g.id, "reason", err)
 				return false

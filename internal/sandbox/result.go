@@ -48,7 +48,7 @@ type Request struct {
 	// must return quickly, and must not keep data (its buffer is reused).
 	OnOutput func(stream string, data []byte)
 
-	// MaxToolCalls bounds the code's "tool" calls; past it the execution
+	// MaxToolCalls bounds the code's channel.MethodTool calls; past it the execution
 	// ends with ToolCallLimit. Zero means no bound.
 	MaxToolCalls int
 
@@ -76,7 +76,7 @@ type Request struct {
 const CutMargin = 16 << 10
 
 // CallHandler answers a call the code makes to the host over the channel.
-// Method is what the code asked for ("tool", "search_tools", ...); params are
+// Method is what the code asked for (channel.MethodTool, ...); params are
 // the code's JSON, untrusted. HandleCall is called from several goroutines at
 // once (the code may call concurrently) and must honour ctx, which ends with
 // the execution. Its result is sent back to the code as JSON; an error goes
@@ -188,7 +188,7 @@ type Image struct {
 	Data     []byte `json:"data"` // base64 in the frame
 }
 
-// resultFrame is the runner's "result" frame.
+// resultFrame is the runner's result frame (channel.TypeResult).
 type resultFrame struct {
 	OK     bool       `json:"ok"`
 	Error  *ExecError `json:"error"`

@@ -204,7 +204,7 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 	defer timer.Stop()
 	select {
 	case msg, ok := <-z.msgs:
-		if ok && msg.Type == "ready" {
+		if ok && msg.Type == channel.TypeReady {
 			return z, nil
 		}
 		z.kill()
@@ -344,7 +344,7 @@ func (z *zygote) readControl() {
 			}
 			msg.channel = f
 		}
-		if (msg.Type == "child") != (msg.channel != nil) {
+		if (msg.Type == channel.TypeChild) != (msg.channel != nil) {
 			if msg.channel != nil {
 				msg.channel.Close()
 			}
@@ -512,7 +512,7 @@ func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Requ
 	defer outR.Close()
 	defer errR.Close()
 	frame, err := channel.Encode(execFrame{
-		Type: "exec", Code: req.Code, Context: req.Context, Args: req.Args, Filename: req.Filename,
+		Type: channel.TypeExec, Code: req.Code, Context: req.Context, Args: req.Args, Filename: req.Filename,
 		Session: session, Limits: lim.forRunner(z.level, req.FileSize, session),
 	})
 	sent := 0
@@ -605,7 +605,7 @@ func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Requ
 				stopReaders()
 				continue
 			}
-			if msg.Type == "exited" {
+			if msg.Type == channel.TypeExited {
 				o.exited = &msg
 				// Every process of the execution is dead now; whatever
 				// still holds a pipe open is gone, so the readers end.
@@ -667,7 +667,7 @@ func (z *zygote) awaitChild(ctx context.Context) (*os.File, error) {
 			if !ok {
 				return nil, errors.New("the fork server exited")
 			}
-			if msg.Type == "child" {
+			if msg.Type == channel.TypeChild {
 				return msg.channel, nil
 			}
 		case <-timer.C:
@@ -689,7 +689,7 @@ func (z *zygote) awaitExited(ctx context.Context) *ctlMsg {
 			if !ok {
 				return nil
 			}
-			if msg.Type == "exited" {
+			if msg.Type == channel.TypeExited {
 				return &msg
 			}
 		case <-timer.C:

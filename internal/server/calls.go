@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codecell/codecell/internal/channel"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/upstream"
 )
@@ -68,15 +69,15 @@ type linkItem struct {
 // HandleCall implements sandbox.CallHandler.
 func (e *execCalls) HandleCall(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	switch method {
-	case "tool":
+	case channel.MethodTool:
 		var p toolCallParams
 		if err := json.Unmarshal(params, &p); err != nil || p.Server == "" || p.Tool == "" {
 			return nil, &sandbox.CallError{Kind: "ValueError", Message: "a tool call needs a server and a tool"}
 		}
 		return e.callTool(ctx, p)
-	case "codecell":
+	case channel.MethodCodecell:
 		return e.callBuiltin(ctx, params)
-	case "search_tools":
+	case channel.MethodSearchTools:
 		var in SearchToolsInput
 		if err := json.Unmarshal(params, &in); err != nil {
 			return nil, &sandbox.CallError{Kind: "ValueError", Message: "search_tools: " + err.Error()}
@@ -86,7 +87,7 @@ func (e *execCalls) HandleCall(ctx context.Context, method string, params json.R
 			return nil, &sandbox.CallError{Kind: "ValueError", Message: err.Error()}
 		}
 		return out, nil
-	case "get_tool_definition":
+	case channel.MethodGetToolDefinition:
 		var in GetToolDefinitionInput
 		if err := json.Unmarshal(params, &in); err != nil {
 			return nil, &sandbox.CallError{Kind: "ValueError", Message: "get_tool_definition: " + err.Error()}
@@ -96,7 +97,7 @@ func (e *execCalls) HandleCall(ctx context.Context, method string, params json.R
 			return nil, &sandbox.CallError{Kind: "LookupError", Message: err.Error()}
 		}
 		return entry, nil
-	case "server_ready":
+	case channel.MethodServerReady:
 		// The stand-in package of a server that was not connected yet
 		// (see toolIndex.rebuild) asks this while the code imports it.
 		var p struct {

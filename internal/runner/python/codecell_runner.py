@@ -1,6 +1,6 @@
 """codecell's Python side: a fork server (zygote) and the execution runner.
 
-The host starts this file inside the sandbox. Three modes:
+The host starts this file inside the sandbox, in one of two modes:
 
   --zygote FD   Fork server. FD is a SOCK_SEQPACKET control socket to the host.
                 It forks each execution's process ahead of need and sends the
@@ -10,18 +10,19 @@ The host starts this file inside the sandbox. Three modes:
                 code. After the child exits it kills every other process in the
                 sandbox, wipes /tmp, reaps, and reports "exited". Executions in
                 one zygote are serial, so nothing of one survives into the next.
-  --oneshot     One execution over stdin (frames in) and stdout (frames out),
-                then exit. It sends a "ready" frame first, then waits for the
-                exec frame. (codecell itself no longer starts it this way.)
   --forkserver  A fork server over stdin and stdout, for gVisor, where
-                descriptors cannot be passed: each execution's process runs
-                the --oneshot path in a child forked ahead of need (see
-                forkserver).
+                descriptors cannot be passed: each execution's process is a
+                child forked ahead of need, which serves one execution over
+                stdin (frames in) and stdout (frames out) (see forkserver).
 
 Frames are a 4-byte big-endian length and a JSON object with a "type" (see
-internal/channel). This file is not a security boundary: the sandbox is. It
-only has to be correct for code that is not trying to break it, and to fail
-closed (the host then discards the sandbox) for code that is.
+internal/channel). internal/runner/PROTOCOL.md lists every frame and host
+call; their names are Go constants in internal/channel, and a contract test
+in internal/runner holds this file and the codecell package to them.
+
+This file is not a security boundary: the sandbox is. It only has to be
+correct for code that is not trying to break it, and to fail closed (the
+host then discards the sandbox) for code that is.
 """
 
 import _ast
@@ -33,7 +34,6 @@ import gc
 import io
 import json
 import linecache
-import math
 import os
 import resource
 import select
@@ -139,12 +139,11 @@ class Channel:
 
 # --- one execution -----------------------------------------------------------
 
-def apply_limits(limits, cpu_used=0):
+def apply_limits(limits):
     """Lowers this process's limits; hard limits too, so code cannot raise them.
 
-    cpu_used is the CPU seconds this process spent before the code, which
-    its CPU time limit comes on top of: RLIMIT_CPU counts from the start of
-    the process.
+    RLIMIT_CPU counts from the start of the process: a child the fork server
+    forked has used next to none, so the code gets its limit as is.
     """
     def setlim(which, value):
         if value is None:
@@ -177,7 +176,6 @@ def apply_limits(limits, cpu_used=0):
     setlim(resource.RLIMIT_NPROC, limits.get("nproc"))
     cpu = limits.get("cpu_seconds")
     if cpu:
-        cpu += cpu_used
         # Soft limit sends SIGXCPU (which the host reports as a timeout); the
         # hard limit one second later is SIGKILL for code that ignores it.
         try:
@@ -624,20 +622,12 @@ def execute(chan, req, outfds=None, glb=None, pipes=None):
         chan.send(out)  # after the output frames the forwarders sent
 
 
-def cpu_seconds_used():
-    """This process's CPU time so far, in whole seconds (RLIMIT_CPU's unit)
-    rounded up, so that the code gets at least its limit."""
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return math.ceil(ru.ru_utime + ru.ru_stime)
-
-
 def become_child():
     """Makes this process an execution's: a session of its own, dumpable
     (its own /proc files readable by the code), default signal handling."""
-    try:
-        os.setsid()
-    except OSError:
-        pass  # already a session leader: init of a --oneshot sandbox
+    # Always a child the fork server forked, so never a process group
+    # leader: setsid cannot fail.
+    os.setsid()
     _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
     # _signal, not signal: signal's wrappers convert to enums, which touches
     # pages an execution otherwise never needs.
@@ -645,7 +635,7 @@ def become_child():
     _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
 
 
-def child_main(chan, limits, outfds=None, header=b"", oneshot=False, pipes=None):
+def child_main(chan, limits, outfds=None, header=b"", pipes=None):
     if _prepared is None and pipes is None:
         become_child()  # else prepare_child, or a --forkserver child, did
     try:
@@ -659,11 +649,7 @@ def child_main(chan, limits, outfds=None, header=b"", oneshot=False, pipes=None)
         # ahead.
         chan.sock = None
         req["limits"] = dict(limits, **req.get("limits", {}))
-        # A --oneshot runner started the interpreter in this very process,
-        # and under gVisor on a loaded host that alone can count for a
-        # second or more of CPU time; it is not the code's. (A child the
-        # zygote forked has used next to none, and gets the limit as is.)
-        apply_limits(req["limits"], cpu_seconds_used() if oneshot else 0)
+        apply_limits(req["limits"])
         execute(chan, req, outfds, pipes=pipes)
     except BaseException as e:
         try:
@@ -1064,7 +1050,7 @@ def forkserver(scratch):
     init of a gVisor container, where descriptors cannot be passed.
 
     Each execution runs in a child forked ahead of need, which inherits
-    stdin and stdout and runs exactly the --oneshot path; this process never
+    stdin and stdout and serves one execution over them; this process never
     runs code and reads nothing from stdin. While a child lives the channel
     is the child's; once it has exited this process kills every other
     process (it is the PID namespace's init, so nothing escapes it), wipes
@@ -1125,7 +1111,7 @@ def forkserver(scratch):
 
 def forkserver_child(sync):
     """A --forkserver child: waits for the host's sync mark, then serves one
-    execution over stdin and stdout as --oneshot does."""
+    execution over stdin and stdout."""
     marker = SYNC + sync.encode() + b"\n"
     # The channel on descriptors of its own, closed on exec; the output
     # pipes go on 1 and 2 and /dev/null on 0 now, ahead of need: under
@@ -1149,15 +1135,6 @@ def forkserver_child(sync):
     except OSError:
         os._exit(0)
     child_main(chan, {}, header=buf, pipes=pipes)
-
-
-def oneshot():
-    rfd, wfd = os.dup(0), os.dup(1)
-    chan = Channel(rfd, wfd)
-    # The host starts one-shot sandboxes ahead of need; this says the
-    # interpreter is up and waiting for its exec frame.
-    chan.send({"type": "ready"})
-    child_main(chan, {}, oneshot=True)
 
 
 def main(argv):
@@ -1189,10 +1166,8 @@ def main(argv):
         zygote(int(argv[argv.index("--zygote") + 1]), isolated, scratch)
     elif "--forkserver" in argv:
         forkserver(scratch)
-    elif "--oneshot" in argv:
-        oneshot()
     else:
-        sys.stderr.write("usage: codecell_runner.py --zygote FD [--isolated] [--scratch DIRS] | --oneshot"
+        sys.stderr.write("usage: codecell_runner.py --zygote FD [--isolated] [--scratch DIRS]"
                          " | --forkserver [--scratch DIRS]"
                          " [--gen DIR] [--skills DIR]\n")
         sys.exit(2)
