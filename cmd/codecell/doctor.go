@@ -13,6 +13,7 @@ import (
 
 	"github.com/codecell/codecell/internal/cgroup"
 	"github.com/codecell/codecell/internal/config"
+	"github.com/codecell/codecell/internal/gate"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/seccomp"
 	"github.com/codecell/codecell/internal/server"
@@ -86,13 +87,20 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 	if len(cfg.MCPServers) > 0 {
 		// Connect for real, as serve would, with the same startupTimeout
 		// each, and say how each one went.
-		ups := upstream.New(upstream.Options{Servers: cfg.MCPServers, BaseEnv: config.BaseEnv(os.Getenv)})
+		// What a server writes on stderr goes through the gate, as it does
+		// in serve's log: a failing server's last lines may hold a key.
+		// (The operators' vault, in memory: doctor keeps no tokens.)
+		gt, err := gate.New(cfg.PII, nil)
+		if err != nil {
+			return err
+		}
+		ups := upstream.New(upstream.Options{Servers: cfg.MCPServers, BaseEnv: config.BaseEnv(os.Getenv), Redact: gt.Redact})
 		ups.Start()
 		ups.WaitStarted(ctx)
 		for _, st := range ups.Statuses() {
 			line := fmt.Sprintf("%s, %s, %d tools", st.State, st.Transport, st.Tools)
 			if st.Error != "" {
-				line += ": " + st.Error
+				line += ": " + gt.Redact(st.Error)
 			}
 			fmt.Fprintf(w, "upstream %s\t%s\n", st.Name, line)
 		}

@@ -587,3 +587,23 @@ func TestServeToolsets(t *testing.T) {
 		t.Errorf("serve --toolsets exec,nope: exit %d:\n%s", code, out)
 	}
 }
+
+// TestDoctorGatesUpstreamStderr: doctor shows why an upstream server
+// failed, through the gate: a key the server printed on stderr comes out
+// as a token, as it does in serve's log.
+func TestDoctorGatesUpstreamStderr(t *testing.T) {
+	const key = "sk_live_51HqJ3kLm9Np2Qr4St6Uv8Wx0Yz2Ab4Cd6Ef8Gh0"
+	cfg := fmt.Sprintf(`{"sandbox": {"isolation": "development", "python": "/usr/bin/python3"},
+		"mcpServers": {"broken": {"command": "/bin/sh", "args": ["-c", "echo 'auth failed: token=%s' >&2; exit 3"], "startupTimeout": "10s"}}}`, key)
+	cfgPath, dataDir := testDirs(t, cfg)
+	out, _ := runCLI(t, "doctor", "--config", cfgPath, "--data-dir", dataDir)
+	if !strings.Contains(out, "upstream broken") {
+		t.Fatalf("doctor says nothing of the upstream:\n%s", out)
+	}
+	if strings.Contains(out, key) {
+		t.Errorf("doctor printed the upstream's key raw:\n%s", out)
+	}
+	if !strings.Contains(out, "[SECRET_") {
+		t.Errorf("no token where the key was:\n%s", out)
+	}
+}

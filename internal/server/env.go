@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codecell/codecell/internal/envs"
-	"github.com/codecell/codecell/internal/sandbox"
 )
 
 // ConfigureEnvironmentInput is the input of configure_environment.
@@ -178,17 +177,4 @@ func (s *Server) checkPackages(ctx context.Context, ns string, names []string) (
 		}
 	}
 	return out, nil
-}
-
-// withEnvironment points an execution at the namespace's environment.
-func (s *Server) withEnvironment(ns string, req *sandbox.Request) error {
-	if s.envs == nil {
-		return nil
-	}
-	c, err := s.envs.Get(ns)
-	if err != nil {
-		return err
-	}
-	req.Python, req.ReadOnly = c.SandboxPython()
-	return nil
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/codecell/codecell/internal/catalog"
 	"github.com/codecell/codecell/internal/metrics"
@@ -44,25 +43,6 @@ func (s *Server) initMetrics() {
 // MetricsHandler serves the metrics in the Prometheus text format, for
 // /metrics.
 func (s *Server) MetricsHandler() http.Handler { return s.metrics.Handler() }
-
-// observeExecution writes the one log line of a finished execution and
-// counts it in the metrics. Nothing the code produced is logged: no code,
-// output or error message, which may hold personal data; and the error type,
-// a class name the code chooses, only as one of the fixed set of
-// metrics.Outcome.
-func (s *Server) observeExecution(j job, out ExecuteCodeOutput) {
-	errType := executionErrorType(out)
-	msg := ""
-	if out.Error != nil {
-		msg = out.Error.Message
-	}
-	s.health.observe(errType, msg)
-	s.metrics.Execution(errType, time.Duration(out.DurationMS*float64(time.Millisecond)),
-		out.savings.ToolResultBytes, out.savings.ReturnedBytes)
-	s.log.Info("execution", "namespace", j.Namespace, "session_id", out.SessionID, "ok", out.OK,
-		"error_type", errorTypeLabel(errType), "duration_ms", out.DurationMS, "tool_calls", len(out.calls),
-		"isolation", out.Isolation)
-}
 
 // errorTypeLabel is an error type as logs and metrics show it: one of a
 // fixed set (metrics.Outcome), "" for none.

@@ -76,7 +76,8 @@ type Options struct {
 	Replica string
 }
 
-// Server holds codecell's MCP server and what its tools need.
+// Server holds codecell's MCP server and what its tools need. It is safe
+// for concurrent use (see the package doc, Concurrency).
 type Server struct {
 	cfg     *config.Config
 	exec    Executor

@@ -237,20 +237,6 @@ func nonNil(tags []string) []string {
 	return tags
 }
 
-// skillsDir is the host directory of ns's skills for its executions, or ""
-// (no skills package) when the skills are off or cannot be prepared.
-func (s *Server) skillsDir(ctx context.Context, ns string) string {
-	if s.skills == nil {
-		return ""
-	}
-	dir, err := s.skills.Dir(ctx, ns)
-	if err != nil {
-		s.log.Error("skills unavailable to the execution", "namespace", ns, "error", err)
-		return ""
-	}
-	return dir
-}
-
 // compileCode compiles, and does not run, source: its line and message come
 // back when it does not compile.
 const compileCode = `

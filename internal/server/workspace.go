@@ -148,17 +148,6 @@ func (s *Server) volumes() (*workspace.Volumes, error) {
 	return s.vols, s.volErr
 }
 
-// volume returns a namespace's workspace, set up (created, mounted,
-// indexed) the first time. Everything that runs code or touches files in a
-// namespace goes through it first, so that its sandboxes mount what it is.
-func (s *Server) volume(ns string) (*workspace.Volume, error) {
-	vs, err := s.volumes()
-	if err != nil {
-		return nil, err
-	}
-	return vs.Volume(s.Workspace(ns))
-}
-
 // openWorkspace opens a namespace's workspace, creating it if need be. What
 // it creates belongs to the host user the sandbox's code runs as, so that
 // the code can change it. The caller closes it.
