@@ -76,7 +76,14 @@ func (s *Server) boundAnswer(ctx context.Context, ns string, out *ExecuteCodeOut
 	if budget <= 0 {
 		return nil, nil
 	}
-	if answerSize(out, nil) <= budget {
+	// The streams and the error alone past the budget put the answer past
+	// it (their JSON is at least as long), without the cost of encoding a
+	// megabyte of output to say so.
+	raw := len(out.Stdout) + len(out.Stderr)
+	if out.Error != nil {
+		raw += len(out.Error.Message) + len(out.Error.Traceback)
+	}
+	if raw <= budget && answerSize(out, nil) <= budget {
 		return nil, nil
 	}
 	file, err := s.saveWholeOutput(ctx, ns, whole)
