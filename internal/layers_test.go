@@ -31,27 +31,27 @@ import (
 const layers = `
 	# Leaves: the standard library only.
 	NONE < analysis, catalog, channel, config, dashboard, egress, metrics,
-	       mountinfo, pii, procdir, runner, seccomp, store, textcut;
+	       mountinfo, pii, proc, procdir, runner, seccomp, store, textcut;
 
 	# Test kits, imported by tests (and by the bench) only.
 	NONE < dashboard/browsertest, httpapi/httpapitest;
-	NONE < store/pgtest;
+	proc < store/pgtest;
 
 	NONE < MCP;
 
 	mountinfo < cgroup;
-	mountinfo < workspace;
+	mountinfo, proc < workspace;
 	catalog < codegen;
 	store < skills;
 
 	# Isolation: the sandbox knows nothing of MCP, config or the server.
-	cgroup, channel, egress, runner, seccomp, textcut < sandbox;
+	cgroup, channel, egress, proc, runner, seccomp, textcut < sandbox;
 	sandbox < envs;
 
 	# MCP clients and servers.
 	MCP < upstream/fakeupstream;
-	MCP < bench;
-	MCP, catalog, config < upstream;
+	MCP, proc < bench;
+	MCP, catalog, config, proc < upstream;
 	MCP, dashboard < httpapi;
 	MCP, analysis, codegen, config, envs, metrics, pii, skills, store,
 	     textcut, upstream, workspace < server;
