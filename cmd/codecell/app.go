@@ -206,6 +206,13 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	if err != nil {
 		return nil, err
 	}
+	// No interpreter outlives the process that ran it: this replica's
+	// session records are of a process that ran before.
+	clearCtx, cancel := context.WithTimeout(ctx, server.StoreWriteTimeout)
+	if err := db.ClearSessions(clearCtx); err != nil {
+		log.Warn("clear session records", "error", err)
+	}
+	cancel()
 	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, Skills: skillsMgr, GenDir: genDir, DataDir: dataDir, Volumes: vols, Version: version, Logger: log, Gate: gate, Replica: replica})
 	if err != nil {
 		return nil, err
