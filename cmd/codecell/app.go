@@ -118,8 +118,9 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 			a.close()
 		}
 	}()
-	// The gate (SPEC §7) before anything logs: every log line passes it,
-	// and so does what upstream servers write on stderr.
+	// The gate (README, "Personal data stays out of the model") before
+	// anything logs: every log line passes it, and so does what upstream
+	// servers write on stderr.
 	gate, err := server.NewGate(cfg.PII, db)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ import (
 	"github.com/codecell/codecell/internal/proc"
 )
 
-// benchFigure is one measured figure beside its target (SPEC §10).
+// benchFigure is one measured figure beside its target (BENCHMARKS.md, "codecell bench").
 type benchFigure struct {
 	Name   string  `json:"name"`
 	Value  float64 `json:"value"`

@@ -78,7 +78,8 @@ func measureLatency(n, serverPid int, run func() error) (*latencyRun, error) {
 	return lr, nil
 }
 
-// figures are the latency and CPU figures of SPEC §10, each a ratio to the
+// figures are the latency and CPU figures of BENCHMARKS.md ("codecell
+// bench"), each a ratio to the
 // bare spawn's measured in the same run.
 func (lr *latencyRun) figures() []benchFigure {
 	p50, p99 := percentile(lr.exec, 0.50), percentile(lr.exec, 0.99)

@@ -24,7 +24,8 @@ import (
 )
 
 // Gate is the one place where personal data is tokenized on its way out of
-// codecell (SPEC §7). Everything that leaves toward a model or an operator
+// codecell (README, "Personal data stays out of the model").
+// Everything that leaves toward a model or an operator
 // passes it, whole, before any cut to a size limit:
 //
 //   - every MCP result and error (every string of every content type:
