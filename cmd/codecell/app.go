@@ -80,8 +80,9 @@ func (g *globals) loadConfig() (*config.Config, string, error) {
 }
 
 // newApp loads everything and checks that the configured isolation level can
-// run here; if it cannot, nothing starts.
-func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error) (*app, error) {
+// run here; if it cannot, nothing starts. On an error, what it had started
+// is closed by app.close, in its order.
+func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error) (_ *app, err error) {
 	log, err := g.logger()
 	if err != nil {
 		return nil, err
@@ -112,18 +113,24 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	if err != nil {
 		return nil, fmt.Errorf("open the database: %w", err)
 	}
-	// The gate (SPEC §7) before anything logs: every log line passes it,
-	// and so does what upstream servers write on stderr.
+	a := &app{db: db, cfg: cfg, dataDir: dataDir, log: log, replica: replica}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
+	// The gate (README, "Personal data stays out of the model") before
+	// anything logs: every log line passes it, and so does what upstream
+	// servers write on stderr.
 	gate, err := gate.New(cfg.PII, db)
 	if err != nil {
-		db.Close()
 		return nil, err
 	}
 	log = slog.New(gate.LogHandler(log.Handler()))
+	a.log = log
 	var prog []byte
 	if level == sandbox.Production {
 		if prog, err = seccomp.Program(); err != nil {
-			db.Close()
 			return nil, fmt.Errorf("isolation level production cannot run on this host: %w", err)
 		}
 	}
@@ -135,9 +142,9 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	// generate theirs, and must not replace it under this one's code.
 	proc, err := procdir.Claim(filepath.Join(stateDir, "proc"))
 	if err != nil {
-		db.Close()
 		return nil, err
 	}
+	a.proc = proc
 	genDir := filepath.Join(proc.Path(), "gen")
 	mgr, err := sandbox.New(sandbox.Options{
 		Level:  level,
@@ -153,10 +160,9 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		Logger:   log,
 	})
 	if err != nil {
-		proc.Release()
-		db.Close()
 		return nil, err
 	}
+	a.sandbox = mgr
 	images, why := workspaceImages(cfg, dataDir)
 	volOpts := workspace.VolumeOptions{
 		Quota: sb.WorkspaceQuota, MaxEntries: int64(sb.WorkspaceEntries), Images: images,
@@ -167,11 +173,9 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	}
 	vols, err := workspace.NewVolumes(volOpts)
 	if err != nil {
-		mgr.Close()
-		proc.Release()
-		db.Close()
 		return nil, err
 	}
+	a.volumes = vols
 	if err := vols.ImageError(); err != nil && images != workspace.ImagesOff {
 		log.Warn("workspaces are plain directories: the quota is watched, not enforced by the kernel", "reason", err)
 	} else if images == workspace.ImagesOff && why != "" {
@@ -193,6 +197,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		InProcess: g.inProcess,
 		Redact:    gate.Redact,
 	})
+	a.upstreams = ups
 	environments := envs.New(envs.Options{
 		DataDir: dataDir, SystemPython: sb.Python, Wheelhouse: sb.Wheelhouse, IndexURL: sb.IndexURL,
 		UV: lookPath("uv"), Conda: lookPath("conda"), Runner: mgr, Store: db, ExternalRoots: sb.ExternalEnvironments,
@@ -201,25 +206,25 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	})
 	skillsMgr, err := skills.New(skills.Options{Store: db, Dir: skillsDir(dataDir), Logger: log})
 	if err != nil {
-		mgr.Close()
-		vols.Close()
-		db.Close()
-		proc.Release()
 		return nil, err
 	}
+	// No interpreter outlives the process that ran it: this replica's
+	// session records are of a process that ran before.
+	clearCtx, cancel := context.WithTimeout(ctx, server.StoreWriteTimeout)
+	if err := db.ClearSessions(clearCtx); err != nil {
+		log.Warn("clear session records", "error", err)
+	}
+	cancel()
 	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, Skills: skillsMgr, GenDir: genDir, DataDir: dataDir, Volumes: vols, Version: version, Logger: log, Gate: gate, Replica: replica})
 	if err != nil {
-		mgr.Close()
-		vols.Close()
-		db.Close()
-		proc.Release()
 		return nil, err
 	}
+	a.server = srv
 	ups.Start()
 	if level == sandbox.Development {
 		log.Warn("isolation level development: code runs as a plain subprocess with limits only, not in a sandbox")
 	}
-	return &app{proc: proc, db: db, cfg: cfg, dataDir: dataDir, log: log, sandbox: mgr, volumes: vols, upstreams: ups, server: srv, replica: replica}, nil
+	return a, nil
 }
 
 // replicaName is this process's name among replicas: --replica; else, with
@@ -262,11 +267,23 @@ func lookPath(name string) string {
 	return abs
 }
 
+// close closes what newApp started, in the one order that is safe; a field
+// still nil (newApp failed before it) is skipped.
 func (a *app) close() {
-	a.server.Close() // its sessions hold sandboxes of the manager
-	a.upstreams.Close()
-	a.sandbox.Close()
-	a.volumes.Close() // after the sandboxes: the last process to leave unmounts the images
-	a.db.Close()
-	a.proc.Release() // last: the sandboxes mounted what is in it
+	if a.server != nil {
+		a.server.Close() // its sessions hold sandboxes of the manager
+	}
+	if a.upstreams != nil {
+		a.upstreams.Close()
+	}
+	if a.sandbox != nil {
+		a.sandbox.Close()
+	}
+	if a.volumes != nil {
+		a.volumes.Close() // after the sandboxes: the last process to leave unmounts the images
+	}
+	if a.db != nil {
+		a.db.Close()
+	}
+	a.proc.Release() // last: the sandboxes mounted what is in it (nil-safe)
 }

@@ -19,9 +19,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codecell/codecell/internal/bench"
+	"github.com/codecell/codecell/internal/proc"
 )
 
-// benchFigure is one measured figure beside its target (SPEC §10).
+// benchFigure is one measured figure beside its target (BENCHMARKS.md, "codecell bench").
 type benchFigure struct {
 	Name   string  `json:"name"`
 	Value  float64 `json:"value"`
@@ -109,7 +110,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
 		return err
 	}
-	cmd := exec.Command(self, "serve", "--config", cfgPath, "--data-dir", filepath.Join(root, "data"), "--log-level", "error")
+	cmd := proc.Command(context.Background(), self, "serve", "--config", cfgPath, "--data-dir", filepath.Join(root, "data"), "--log-level", "error")
 	cmd.Stderr = g.stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codecell-bench", Version: version}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {

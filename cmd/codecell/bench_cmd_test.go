@@ -10,7 +10,7 @@ import (
 )
 
 // TestBenchCommand runs a small `codecell bench` and checks that every
-// figure of SPEC §10 was measured and written as JSON and Markdown.
+// figure of BENCHMARKS.md ("codecell bench") was measured and written as JSON and Markdown.
 func TestBenchCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real sandboxes and upstreams for half a minute")

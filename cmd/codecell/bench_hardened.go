@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codecell/codecell/internal/proc"
 	"github.com/codecell/codecell/internal/sandbox"
 )
 
@@ -29,7 +29,7 @@ func hardenedBench(ctx context.Context, g *globals, self, root string, n int) ([
 	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "serve", "--config", cfgPath, "--data-dir", filepath.Join(root, "hardened-data"), "--log-level", "error")
+	cmd := proc.Command(context.Background(), self, "serve", "--config", cfgPath, "--data-dir", filepath.Join(root, "hardened-data"), "--log-level", "error")
 	cmd.Stderr = g.stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codecell-bench", Version: version}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {

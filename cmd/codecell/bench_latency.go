@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/codecell/codecell/internal/proc"
 )
 
 // latencyBlock is how many executions, then how many spawns, run in turn.
@@ -76,7 +78,8 @@ func measureLatency(n, serverPid int, run func() error) (*latencyRun, error) {
 	return lr, nil
 }
 
-// figures are the latency and CPU figures of SPEC §10, each a ratio to the
+// figures are the latency and CPU figures of BENCHMARKS.md ("codecell
+// bench"), each a ratio to the
 // bare spawn's measured in the same run.
 func (lr *latencyRun) figures() []benchFigure {
 	p50, p99 := percentile(lr.exec, 0.50), percentile(lr.exec, 0.99)
@@ -130,7 +133,7 @@ func concurrently(workers int, d time.Duration, f func()) {
 
 // bareSpawn starts a bare interpreter that does nothing, and waits for it.
 func bareSpawn() error {
-	return exec.Command("/usr/bin/python3", "-I", "-S", "-c", "pass").Run()
+	return proc.Command(context.Background(), "/usr/bin/python3", "-I", "-S", "-c", "pass").Run()
 }
 
 // selfCPU is the user and system time of this process (RUSAGE_SELF) or of
@@ -229,7 +232,7 @@ func tsLatency(ctx context.Context, script, self, cfgPath, dataDir string, n int
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, node, script, "--n", strconv.Itoa(n), "--",
+	cmd := proc.Command(ctx, node, script, "--n", strconv.Itoa(n), "--",
 		self, "serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "error")
 	cmd.Stderr = stderr
 	cmd.WaitDelay = 5 * time.Second

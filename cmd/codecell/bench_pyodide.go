@@ -6,10 +6,11 @@ import (
 	"io"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/proc"
 )
 
 // pyodidePeer is a warm Pyodide behind an MCP server over stdio
@@ -29,12 +30,11 @@ func startPyodide(ctx context.Context, script string, stderr io.Writer) (*pyodid
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(node, script)
+	cmd := proc.Command(context.Background(), node, script)
 	cmd.Stderr = stderr
-	// Pdeathsig: a bench that dies leaves no interpreter behind. The
-	// transport's Close ends it otherwise (stdin closed, then SIGTERM, then
-	// SIGKILL).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// proc.Command's Pdeathsig: a bench that dies leaves no interpreter
+	// behind. The transport's Close ends it otherwise (stdin closed, then
+	// SIGTERM, then SIGKILL).
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codecell-bench", Version: version}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", script, err)

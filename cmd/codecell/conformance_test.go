@@ -300,7 +300,7 @@ func inspectStrict(t *testing.T, node, npmDir string, entry map[string]any) {
 	}
 	problems := slices.Concat(errs, warns)
 	if len(problems) > 0 {
-		t.Errorf("the MCP Inspector's --strict check reports %d errors and %d warnings; SPEC §4 asks for none:\n%s",
+		t.Errorf("the MCP Inspector's --strict check reports %d errors and %d warnings; codecell allows none:\n%s",
 			len(errs), len(warns), strings.Join(problems, "\n"))
 	}
 	switch {
@@ -322,7 +322,7 @@ func inspectStrict(t *testing.T, node, npmDir string, entry map[string]any) {
 	}
 }
 
-// specTools are the tools SPEC §4 lists with every toolset (restore_pii
+// specTools are the tools docs/tools.md lists with every toolset (restore_pii
 // aside: it is listed only when the config allows restoring).
 var specTools = []string{
 	"execute_code", "execute_code_file", "initialize_code_file", "append_to_code_file", "read_code_file",

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +13,7 @@ import (
 	"github.com/codecell/codecell/internal/cgroup"
 	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/gate"
+	"github.com/codecell/codecell/internal/proc"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/seccomp"
 	"github.com/codecell/codecell/internal/server"
@@ -170,7 +170,7 @@ func storeState(ctx context.Context, cfg *config.Config, dataDir string) string 
 func pythonVersion(ctx context.Context, python string) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, python, "-I", "-S", "-c", "import sys; print(sys.version.split()[0])").Output()
+	out, err := proc.Command(ctx, python, "-I", "-S", "-c", "import sys; print(sys.version.split()[0])").Output()
 	if err != nil {
 		return fmt.Sprintf("%s: UNUSABLE: %v", python, err)
 	}
@@ -207,7 +207,7 @@ func environmentTools(ctx context.Context, python string) string {
 	parts := []string{"system ok"}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if exec.CommandContext(ctx, python, "-I", "-c", "import ensurepip, venv").Run() == nil {
+	if proc.Command(ctx, python, "-I", "-c", "import ensurepip, venv").Run() == nil {
 		parts = append(parts, "venv ok")
 	} else {
 		parts = append(parts, "venv UNAVAILABLE (install python3-venv)")

@@ -18,7 +18,8 @@ import (
 	"github.com/codecell/codecell/internal/store"
 )
 
-// TestKill9Durability is SPEC §9's promise, end to end: while executions,
+// TestKill9Durability is the README's promise ("State that lasts": a kill -9
+// loses at most the executions in flight), end to end: while executions,
 // workspace writes and skill saves run, the server is killed with SIGKILL.
 // The database then opens cleanly and passes an integrity check, no
 // workspace file is half written (every file holds one whole version, and

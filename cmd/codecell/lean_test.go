@@ -14,7 +14,7 @@ import (
 )
 
 // maxLeanTokens is the most the default tool list may cost, instructions
-// included, as a model reads it (SPEC §4): it is paid in every conversation.
+// included, as a model reads it (docs/tools.md): it is paid in every conversation.
 const maxLeanTokens = 600
 
 // noExecutor runs nothing: these tests only list tools.

@@ -29,5 +29,5 @@ func (g *globals) quiet() {
 	}
 }
 
-// dbPath is the database's file in a data dir (SPEC §9).
+// dbPath is the database's file in a data dir (README, "State that lasts").
 func dbPath(dataDir string) string { return filepath.Join(dataDir, "codecell.db") }

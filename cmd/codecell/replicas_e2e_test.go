@@ -348,7 +348,8 @@ func decodeStructured(res *mcp.CallToolResult, out any) error {
 }
 
 // TestReplicas runs three replicas on one data dir and one PostgreSQL
-// behind HAProxy (deploy/haproxy.cfg) and shows SPEC §12: sessions stick to
+// behind HAProxy (deploy/haproxy.cfg) and shows what the README's "Several
+// replicas" promises: sessions stick to
 // their replica (an interpreter keeps its names across calls, and no other
 // replica ever answers a session); what one replica commits (skills, vault
 // tokens) the others use; a replica killed under load loses only its

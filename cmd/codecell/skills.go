@@ -14,7 +14,7 @@ import (
 	"github.com/codecell/codecell/internal/store"
 )
 
-// skillsDir is where the skills' files live under a data dir (SPEC §9).
+// skillsDir is where the skills' files live under a data dir (README, "State that lasts").
 func skillsDir(dataDir string) string { return filepath.Join(dataDir, "skills") }
 
 func runSkills(ctx context.Context, g *globals, args []string) error {

@@ -1,4 +1,4 @@
-// Package analysis is the native engine behind execute_analysis (SPEC §4.8):
+// Package analysis is the native engine behind execute_analysis (docs/tools.md, "analysis"):
 // filter, aggregate, transform and validate over rows of JSON objects,
 // without an interpreter. It knows nothing of MCP.
 //

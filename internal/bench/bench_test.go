@@ -379,14 +379,14 @@ func repoRoot(t testing.TB) string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// TestContextEfficiency is SPEC §10's context-efficiency figure, end to
+// TestContextEfficiency is BENCHMARKS.md's context-efficiency figure, end to
 // end: a real codecell, with production isolation, has the scenario servers
 // as Streamable HTTP upstreams; each scenario runs in code mode through it
 // and directly against the same servers. The target applies to codecell as
 // configured by default (the lean list: execute_code and search_tools); the
 // run with every toolset listed shows what the full list would cost.
 //
-// Each scenario's Target is what it must keep: SPEC §10's 99% fewer
+// Each scenario's Target is what it must keep: at least 99% fewer
 // tokens, and for table-filter issue #17's at most 0.4% of direct calling.
 // Measured when set: document-move 99.02% (565 of 57,451 tokens, 293 of them
 // the tool list), table-filter 99.81%, cross-server-join 99.05%.

@@ -1,6 +1,6 @@
 // Package bench measures how many tokens a model reads and writes to do a
 // task by calling upstream MCP tools directly, against doing the same task
-// through codecell's code mode (SPEC §10, context efficiency).
+// through codecell's code mode (BENCHMARKS.md, context efficiency).
 //
 // It bundles the scenario servers (team documents, file storage,
 // spreadsheets, a CRM and a support desk, 12 to 17 tools each, written with

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codecell/codecell/internal/proc"
 )
 
 // NPMServers are real MCP servers from npm, run with node: the reference
@@ -101,7 +103,7 @@ func (n *NPMServers) Connect(ctx context.Context, name string) (*mcp.ClientSessi
 		return nil, fmt.Errorf("no npm server is named %q", name)
 	}
 	prog, args, env := n.command(name)
-	cmd := exec.Command(prog, args...)
+	cmd := proc.Command(context.Background(), prog, args...)
 	cmd.Env = os.Environ()
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)

@@ -94,8 +94,8 @@ type Scenario struct {
 	// Check verifies the answer (the last cell's result, decoded from JSON)
 	// and the state it left in the servers; nil accepts any answer.
 	Check func(answer any) error
-	// Target is the least reduction the scenario must show: SPEC §10's
-	// 0.99, or more where issue #17 asks for it.
+	// Target is the least reduction the scenario must show: 0.99
+	// (BENCHMARKS.md's target), or more where issue #17 asks for it.
 	Target float64
 }
 

@@ -11,7 +11,7 @@ import (
 // SavedTranscriptPath is where the document scenario saves the transcript.
 const SavedTranscriptPath = "/meetings/2025-09-12-q3-business-review.md"
 
-// Scenarios returns the bundled scenarios (SPEC §10) on servers: a long
+// Scenarios returns the bundled scenarios (BENCHMARKS.md, context efficiency) on servers: a long
 // document moved from one server to another, a 10,000-row table filtered to
 // 5 rows, and a join across two servers.
 func Scenarios(servers *Servers) []Scenario {

@@ -142,7 +142,8 @@ func TestLoad(t *testing.T) {
 	})
 }
 
-// TestSpecExample parses the example of SPEC §3 verbatim.
+// TestSpecExample parses testdata/spec-example.json, the complete example of
+// docs/config.md, verbatim.
 func TestSpecExample(t *testing.T) {
 	const token = "0123456789abcdef-team-a"
 	env := envOf(map[string]string{"REMOTE_TOKEN": "remote-secret", "CODECELL_TOKEN_A": token})

@@ -9,7 +9,8 @@ import (
 	"github.com/nyaruka/phonenumbers"
 )
 
-// Built-in kinds, in the order of SPEC §7.
+// Built-in kinds, in the order the README lists them ("Personal data stays
+// out of the model").
 const (
 	KindEmail  = "EMAIL"
 	KindPhone  = "PHONE"

@@ -1,7 +1,7 @@
 // Package pii finds personal data and secrets in text and replaces them with
 // stable tokens such as [EMAIL_1], so that text shown to a model carries no
 // real values while tool arguments written by the model can be restored to
-// the originals host-side (SPEC §7).
+// the originals host-side (README, "Personal data stays out of the model").
 //
 // Detection is pattern matching followed by validation (Luhn for cards,
 // mod 97 for IBANs, US SSN ranges, NANP rules and digit counts for phones,

@@ -8,7 +8,7 @@ import (
 )
 
 // TestBwrapArgs reads the production policy as data: every isolation flag
-// SPEC §6 names is there, and only the mounts it allows.
+// the README's "Isolation levels" names is there, and only the mounts it allows.
 func TestBwrapArgs(t *testing.T) {
 	spec := bwrapSpec{Python: "/usr/bin/python3", CtlFD: 3, SeccompFD: 4, BootIDFD: 6, Runtime: "/data/rt", Workspace: "/data/ws/a", TmpSize: 1 << 20}
 	args := bwrapArgs(spec)

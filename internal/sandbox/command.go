@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/codecell/codecell/internal/egress"
+	"github.com/codecell/codecell/internal/proc"
 )
 
 // Command is a program run once in a sandbox of its own, such as a package
@@ -124,7 +125,7 @@ func (m *Manager) Run(ctx context.Context, c Command) (*CommandResult, error) {
 	var cmd *exec.Cmd
 	var extra []*os.File
 	if m.opts.Level == Development {
-		cmd = exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)
+		cmd = proc.Command(ctx, c.Args[0], c.Args[1:]...)
 		cmd.Dir = dir
 		if dir == "/tmp" {
 			cmd.Dir = os.TempDir()
@@ -170,7 +171,7 @@ func (m *Manager) Run(ctx context.Context, c Command) (*CommandResult, error) {
 		}
 		extra = append(extra, seccompFile)
 		args = append(args, "--seccomp", "3", "--")
-		cmd = exec.CommandContext(ctx, BwrapPath, append(args, c.Args...)...)
+		cmd = proc.Command(ctx, BwrapPath, append(args, c.Args...)...)
 		cmd.Env = minimalEnv
 		cmd.Dir = "/"
 		cmd.SysProcAttr = sandboxAttr(m.HostUser())

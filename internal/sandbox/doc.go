@@ -1,7 +1,7 @@
 // Package sandbox runs Python in an OS-level sandbox with limits, from a warm
 // pool, and speaks the channel protocol with the code.
 //
-// Levels (see SPEC §6):
+// Levels (see the README's "Isolation levels"):
 //   - development: a plain subprocess with resource limits. No isolation.
 //   - production: bubblewrap (user, PID, network, IPC, UTS, mount and cgroup
 //     namespaces, all capabilities dropped, an unprivileged user, read-only

@@ -20,6 +20,7 @@ import (
 
 	"github.com/codecell/codecell/internal/cgroup"
 	"github.com/codecell/codecell/internal/channel"
+	"github.com/codecell/codecell/internal/proc"
 	"github.com/codecell/codecell/internal/seccomp"
 )
 
@@ -165,7 +166,7 @@ func (m *Manager) startGVisor(ctx context.Context, tg target) (sandbox, error) {
 		return nil, fmt.Errorf("start hardened sandbox: %w", err)
 	}
 	g.in, g.out = inW, outR
-	g.cmd = exec.Command(RunscPath, runscArgs(g.root, "run", "--bundle", g.bundle, id)...)
+	g.cmd = proc.Command(context.Background(), RunscPath, runscArgs(g.root, "run", "--bundle", g.bundle, id)...)
 	g.cmd.Stdin = inR
 	g.cmd.Stdout = outW
 	g.cmd.Stderr = m.stderrSink()
@@ -274,7 +275,7 @@ var gvisorSeccomp = sync.OnceValues(func() (*seccomp.Profile, error) {
 func (g *gvisor) runsc(sub ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), gvisorStopWait)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, RunscPath, runscArgs(g.root, sub...)...)
+	cmd := proc.Command(ctx, RunscPath, runscArgs(g.root, sub...)...)
 	cmd.Env = minimalEnv
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -923,7 +924,7 @@ func probeGVisor(ctx context.Context, python string) error {
 		return fmt.Errorf("%w: gVisor (runsc): %v", ErrUnavailable, err)
 	}
 	root := filepath.Join(dir, "state")
-	cmd := exec.CommandContext(ctx, RunscPath, runscArgs(root, "run", "--bundle", filepath.Join(dir, "bundle"), id)...)
+	cmd := proc.Command(ctx, RunscPath, runscArgs(root, "run", "--bundle", filepath.Join(dir, "bundle"), id)...)
 	cmd.Env = minimalEnv
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

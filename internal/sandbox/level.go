@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/codecell/codecell/internal/proc"
 )
 
 // Level is an isolation level.
@@ -72,7 +74,7 @@ func Check(ctx context.Context, level Level, python string) error {
 	defer cancel()
 	switch level {
 	case Development:
-		return probe(ctx, exec.CommandContext(ctx, python, "-I", "-S", "-c", "pass"), "python")
+		return probe(ctx, proc.Command(ctx, python, "-I", "-S", "-c", "pass"), "python")
 	case Production:
 		if _, err := os.Stat(BwrapPath); err != nil {
 			return fmt.Errorf("%w: production needs bubblewrap at %s (install it: apt-get install bubblewrap)", ErrUnavailable, BwrapPath)
@@ -80,7 +82,7 @@ func Check(ctx context.Context, level Level, python string) error {
 		args := []string{"--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
 			"--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
 			"--proc", "/proc", "--dev", "/dev", "--", python, "-I", "-S", "-c", "pass"}
-		cmd := exec.CommandContext(ctx, BwrapPath, args...)
+		cmd := proc.Command(ctx, BwrapPath, args...)
 		cmd.SysProcAttr = sandboxAttr("nobody")
 		cmd.Env = minimalEnv
 		if err := probe(ctx, cmd, "bubblewrap"); err != nil {

@@ -30,7 +30,7 @@ type Options struct {
 	// Seccomp is the compiled seccomp program for production; required there.
 	Seccomp []byte
 	// GenDir is the host directory of the generated servers package; the
-	// code imports from it (SPEC §5). "" means there is none.
+	// code imports from it (README, "Your MCP servers as a Python API"). "" means there is none.
 	GenDir string
 	Logger *slog.Logger // nil means silent
 }

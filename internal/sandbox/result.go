@@ -10,7 +10,7 @@ import (
 	"github.com/codecell/codecell/internal/textcut"
 )
 
-// Error types that are not Python exception names (SPEC §4.1).
+// Error types that are not Python exception names (docs/tools.md, execute_code).
 const (
 	ErrTimeout       = "Timeout"
 	ErrMemoryLimit   = "MemoryLimit"

@@ -22,7 +22,7 @@ import (
 // then that the manager still runs print(1). The seccomp package tests the
 // filter's system calls in isolation; here a few are checked end to end.
 
-// isolatedLevels are the levels that claim isolation (SPEC §6).
+// isolatedLevels are the levels that claim isolation (README, "Isolation levels").
 var isolatedLevels = []Level{Production, Hardened}
 
 // verdict runs code with ctx bound as globals and decodes the JSON object on

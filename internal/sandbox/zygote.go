@@ -19,6 +19,7 @@ import (
 
 	"github.com/codecell/codecell/internal/cgroup"
 	"github.com/codecell/codecell/internal/channel"
+	"github.com/codecell/codecell/internal/proc"
 	"github.com/codecell/codecell/internal/runner"
 )
 
@@ -83,7 +84,7 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 	var extra []*os.File
 	switch m.opts.Level {
 	case Development:
-		cmd = exec.Command(tg.python, "-I", "-B", filepath.Join(m.runtime, "codecell_runner.py"),
+		cmd = proc.Command(context.Background(), tg.python, "-I", "-B", filepath.Join(m.runtime, "codecell_runner.py"),
 			"--zygote", "3")
 		if m.opts.GenDir != "" {
 			cmd.Args = append(cmd.Args, "--gen", m.opts.GenDir)
@@ -144,7 +145,7 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 			return nil, fmt.Errorf("boot_id pipe: %w", err)
 		}
 		extra = append([]*os.File{childEnd, seccompFile, argsFile, bootIDFile}, rtFiles...)
-		cmd = exec.Command(BwrapPath, append([]string{"--args", "5"}, args[sep:]...)...)
+		cmd = proc.Command(context.Background(), BwrapPath, append([]string{"--args", "5"}, args[sep:]...)...)
 		cmd.Env = minimalEnv
 		cmd.Dir = "/"
 		cmd.SysProcAttr = sandboxAttr(m.HostUser())

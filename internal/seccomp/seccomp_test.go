@@ -68,8 +68,8 @@ func TestRules(t *testing.T) {
 			t.Errorf("%s: errno %v, want EPERM or ENOSYS", r.Syscall, r.Errno)
 		}
 	}
-	// What SPEC §6 and the sandbox's design rely on; removing one is a
-	// decision, not an accident.
+	// What the isolation levels (README, "Isolation levels") and the
+	// sandbox's design rely on; removing one is a decision, not an accident.
 	required := []string{
 		"ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open", "userfaultfd",
 		"keyctl", "add_key", "request_key", "mount", "umount2", "pivot_root", "move_mount",

@@ -20,7 +20,7 @@ import (
 	"github.com/codecell/codecell/internal/analysis"
 )
 
-// ExecuteAnalysisInput is the input of execute_analysis (SPEC §4.8).
+// ExecuteAnalysisInput is the input of execute_analysis (docs/tools.md, "analysis").
 type ExecuteAnalysisInput struct {
 	AnalysisType string         `json:"analysis_type" jsonschema:"filter, aggregate, transform or validate."`
 	Data         any            `json:"data,omitempty" jsonschema:"The rows: an array of objects, or an object whose array of objects parameters.data_field names. Give data or source, not both."`

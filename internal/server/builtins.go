@@ -55,7 +55,9 @@ func (b *builtin) listed(toolsets []string) bool {
 // registers it with MCP if toolset is chosen; code reaches it either way.
 //
 // Why lean: hosts load every tool definition into the model's context before
-// any task, and codecell's worth is measured in context saved (SPEC §10).
+// any task, and codecell's worth is measured in context saved
+// (BENCHMARKS.md: at least 99% fewer tokens
+// than direct tool calling).
 // The input schema is what the model needs to call a tool, so its fields
 // keep their descriptions; the output schema is for the host to check the
 // structured result, and the result's fields are named plainly. The Go

@@ -57,7 +57,7 @@ type ExecuteCodeFileInput struct {
 	Args           []string `json:"args,omitempty" jsonschema:"Command-line arguments: sys.argv[1:]."`
 }
 
-// addCodeFileTools adds the code-file tools of SPEC §4.2 (part of the exec
+// addCodeFileTools adds the code-file tools of docs/tools.md, "Code files" (part of the exec
 // toolset): files built up call by call, then run like execute_code.
 func (s *Server) addCodeFileTools() {
 	addTool(s, "exec", &mcp.Tool{

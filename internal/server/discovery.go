@@ -14,7 +14,7 @@ import (
 	"github.com/codecell/codecell/internal/upstream"
 )
 
-// Detail levels of search results (SPEC §4.3).
+// Detail levels of search results (docs/tools.md, "discovery").
 const (
 	detailNameOnly = "name_only"
 	detailSummary  = "summary"

@@ -14,7 +14,7 @@ import (
 	"github.com/codecell/codecell/internal/sandbox"
 )
 
-// maxCode is the largest code an execute_code call accepts (SPEC §4.1).
+// maxCode is the largest code an execute_code call accepts (docs/tools.md, execute_code).
 const maxCode = 1 << 20
 
 // ExecuteCodeInput is the input of execute_code.
@@ -26,7 +26,7 @@ type ExecuteCodeInput struct {
 	Language       string         `json:"language,omitempty" jsonschema:"Only python."`
 }
 
-// ExecuteCodeOutput is the structured result of execute_code (SPEC §4.1).
+// ExecuteCodeOutput is the structured result of execute_code (docs/tools.md).
 // It is lean, as a model reads it after every execution: what is empty or
 // as expected (no output, nothing cut, no files, no tool calls) is left out;
 // result and error are always there, null when there is none.

@@ -21,7 +21,7 @@ import (
 	"github.com/codecell/codecell/internal/workspace"
 )
 
-// The answer budget (SPEC §4.1): what one execution returns to the model,
+// The answer budget (docs/tools.md, execute_code): what one execution returns to the model,
 // structured content and text content together, is at most
 // sandbox.answerBudget bytes of JSON. Past it stdout, stderr, the result,
 // the error's message and traceback each keep their head and tail, the cut

@@ -34,7 +34,8 @@ var freeOSMemory = debug.FreeOSMemory
 // Why: codecell runs with a high GOGC (see config.GCPercent), which makes
 // executions and tool calls faster but leaves the heap of a burst in RSS for
 // minutes, as the runtime's scavenger returns it slowly. An idle server
-// should cost its host little (SPEC §10: 40 MB); one forced collection per
+// should cost its host little (BENCHMARKS.md's target: an idle RSS of
+// 40 MB at most); one forced collection per
 // burst, while nothing runs, costs nobody anything.
 func (s *Server) TrimWhenIdle(ctx context.Context) {
 	t := time.NewTicker(idleAfter / 4)

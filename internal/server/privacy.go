@@ -13,7 +13,8 @@ import (
 	"github.com/codecell/codecell/internal/pii"
 )
 
-// Restoring tokens is the other half of privacy (SPEC §7): host-side, in
+// Restoring tokens is the other half of privacy (README, "Personal data stays out of the
+// model"): host-side, in
 // what goes to tools, never in what goes to the model. The values a request
 // had restored are recorded in its scope, so that the gate tokenizes them
 // again where the answer echoes them.

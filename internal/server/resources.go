@@ -20,7 +20,7 @@ import (
 	"github.com/codecell/codecell/internal/workspace"
 )
 
-// A namespace's workspace files are its MCP resources (SPEC §4.4), at
+// A namespace's workspace files are its MCP resources (docs/tools.md, "workspace"), at
 // file:///workspace/<path>, the path the sandbox's code sees them at; the
 // resource links execute_code returns point at them. The SDK keeps one
 // resource list for every client, so the list is answered here per

@@ -51,7 +51,7 @@ type Options struct {
 	DataDir   string         // required: workspaces live under it
 	Upstreams Upstreams      // nil means none
 	Envs      *envs.Manager  // nil disables the env toolset; executions use the system Python
-	Store     *store.Store   // the PII vault and the execution log; nil keeps tokens in memory, logs no executions and leaves out get_execution_stats
+	Store     *store.Store   // the PII vault, the execution log and the session records; nil keeps tokens in memory, logs no executions and leaves out get_execution_stats. New does not clear this replica's old session records: the caller does, at start-up (store.Store.ClearSessions)
 	// GenDir is where the generated servers package is published for the
 	// sandbox (sandbox.Options.GenDir); "" means it is not written. It must
 	// be this process's own: publishing repoints GenDir/servers, which would

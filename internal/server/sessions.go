@@ -59,15 +59,18 @@ type liveSession struct {
 	elsewhere string
 }
 
+// StoreWriteTimeout bounds each write of a session record, which runs
+// beside an execution with no caller's context to bound it. It is longer
+// than the store's SQLite busy timeout (5s), so that a wait for a lock ends
+// there first; it bounds a PostgreSQL that does not answer.
+const StoreWriteTimeout = 10 * time.Second
+
+// newSessions does not clear the store's session records of this replica
+// (left by a process that ran before): the caller does, once, at start-up
+// (store.Store.ClearSessions; cmd/codecell's newApp).
 func newSessions(open SessionOpener, st *store.Store, idle time.Duration, max int, log *slog.Logger) *sessions {
 	r := &sessions{open: open, store: st, idle: idle, max: max, log: log,
 		byNS: map[string]map[string]*liveSession{}, stop: make(chan struct{}), done: make(chan struct{})}
-	if st != nil {
-		// No interpreter outlives the process that ran it.
-		if err := st.ClearSessions(context.Background()); err != nil {
-			log.Warn("clear session records", "error", err)
-		}
-	}
 	go r.expire()
 	return r
 }
@@ -304,7 +307,9 @@ func (r *sessions) record(ns, id string, t time.Time) {
 	if r.store == nil {
 		return
 	}
-	if err := r.store.TouchSession(context.Background(), ns, id, t); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), StoreWriteTimeout)
+	defer cancel()
+	if err := r.store.TouchSession(ctx, ns, id, t); err != nil {
 		r.log.Warn("record session", "namespace", ns, "session", id, "error", err)
 	}
 }
@@ -313,7 +318,9 @@ func (r *sessions) forget(ns, id string) {
 	if r.store == nil {
 		return
 	}
-	if err := r.store.DeleteSession(context.Background(), ns, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+	ctx, cancel := context.WithTimeout(context.Background(), StoreWriteTimeout)
+	defer cancel()
+	if err := r.store.DeleteSession(ctx, ns, id); err != nil && !errors.Is(err, store.ErrNotFound) {
 		r.log.Warn("delete session record", "namespace", ns, "session", id, "error", err)
 	}
 }

@@ -40,7 +40,7 @@ type ExecutionStatsInput struct {
 	Since string `json:"since,omitempty" jsonschema:"Count only executions from this time on: an RFC 3339 time such as 2026-01-02T15:04:05Z, or a duration back from now such as 1h or 30m. Default: every execution logged."`
 }
 
-// ExecutionStatsOutput is the result of get_execution_stats (SPEC §4.9).
+// ExecutionStatsOutput is the result of get_execution_stats (docs/tools.md, "stats").
 // The counts are the calling namespace's; pool, isolation and upstreams
 // are the server's.
 type ExecutionStatsOutput struct {

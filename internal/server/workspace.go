@@ -237,7 +237,7 @@ func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.CallToolRequest
 	}
 	if c.Text {
 		// The file's text reaches the model with its personal data as
-		// tokens, as execute_code's output does (SPEC §7): the gate
+		// tokens, as execute_code's output does (see gate.go): the gate
 		// tokenizes the answer.
 		out.Content = string(c.Data)
 	} else {

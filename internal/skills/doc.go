@@ -1,6 +1,6 @@
 // Package skills keeps the saved skills of each namespace: small Python
 // modules an agent saves once and imports in later executions with
-// "from skills.<name> import f" (SPEC §4.5).
+// "from skills.<name> import f" (docs/tools.md, "skills").
 //
 // A skill lives in two places. The database (package store) holds every
 // version's metadata and code; it is the source of truth. The files of the

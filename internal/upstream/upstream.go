@@ -9,18 +9,17 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codecell/codecell/internal/catalog"
 	"github.com/codecell/codecell/internal/config"
+	"github.com/codecell/codecell/internal/proc"
 )
 
 // State is where a server's connection stands.
@@ -606,10 +605,12 @@ func (s *server) newTransport() (mcp.Transport, error) {
 		return clientSide, nil
 	}
 	if c.Command != "" {
-		cmd := exec.Command(c.Command, c.Args...)
+		// Background: the server lives as long as its session, which the
+		// transport's Close ends (stdin, SIGTERM, SIGKILL); it dies with
+		// codecell by Pdeathsig.
+		cmd := proc.Command(context.Background(), c.Command, c.Args...)
 		cmd.Env = append(append([]string{}, s.m.opts.BaseEnv...), envList(c.Env)...)
 		cmd.Dir = c.Cwd
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		t := &stderrLog{redact: s.m.opts.Redact}
 		cmd.Stderr = t
 		s.mu.Lock()

@@ -1,5 +1,5 @@
 // Package workspace keeps the namespaces' workspaces: the host directories
-// mounted read-write into the sandbox as its working directory (SPEC §4.4).
+// mounted read-write into the sandbox as its working directory (docs/tools.md, "workspace").
 //
 // Volumes is the one place that knows a workspace's size. Where codecell
 // can mount (root, loop devices, mkfs.ext4), a workspace is an ext4

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// FuzzResolve checks workspace path resolution (SPEC §11): for any name,
+// FuzzResolve checks workspace path resolution: for any name,
 // neither Read nor Write reaches the directory beside the workspace, which
 // the workspace's symbolic links point to, and what Write writes, its
 // links resolved, lies inside the workspace.

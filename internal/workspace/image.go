@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codecell/codecell/internal/mountinfo"
+	"github.com/codecell/codecell/internal/proc"
 )
 
 // Filesystem images. A workspace in an image is an ext4 filesystem of its
@@ -300,7 +302,7 @@ func makeImage(file string, opts VolumeOptions, alloc, entries int64) error {
 	// The inode tables and the journal are not zeroed (nor, with
 	// noinit_itable at mount, later): the file stays sparse, and costs the
 	// host only what the workspace holds.
-	cmd := exec.Command(mkfs, "-q", "-F", "-t", "ext4", "-b", strconv.Itoa(imageBlock), "-I", "256",
+	cmd := proc.Command(context.Background(), mkfs, "-q", "-F", "-t", "ext4", "-b", strconv.Itoa(imageBlock), "-I", "256",
 		"-N", strconv.FormatInt(inodes, 10), "-m", "0", "-J", "size="+strconv.Itoa(imageJournal),
 		"-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner="+owner+":"+owner,
 		"-L", "codecell", tmp)

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+
+	"github.com/codecell/codecell/internal/proc"
 )
 
 // ErrNoPostgres says the PostgreSQL server binaries are not installed.
@@ -86,9 +88,9 @@ func Start(ctx context.Context) (*Server, error) {
 		return nil, err
 	}
 	data := filepath.Join(root, "data")
-	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust",
+	initdb := proc.Command(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust",
 		"-E", "UTF8", "--locale=C", "--no-sync")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	initdb.SysProcAttr.Credential = cred
 	initdb.Dir = root
 	if out, err := initdb.CombinedOutput(); err != nil {
 		os.RemoveAll(root)
@@ -100,7 +102,7 @@ func Start(ctx context.Context) (*Server, error) {
 		return nil, err
 	}
 	defer logf.Close()
-	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", root,
+	s.cmd = proc.Command(context.Background(), filepath.Join(bin, "postgres"), "-D", data, "-k", root,
 		"-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off", "-c", "max_connections=200", "-c", "shared_buffers=32MB",
 		"-c", "dynamic_shared_memory_type=mmap")
@@ -108,7 +110,7 @@ func Start(ctx context.Context) (*Server, error) {
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	// Pdeathsig: a test binary killed outright takes the server with it
 	// (SIGQUIT: immediate shutdown; the backends notice their postmaster
-	// is gone and exit).
+	// is gone and exit), rather than proc.Command's SIGKILL.
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGQUIT}
 	if err := s.cmd.Start(); err != nil {
 		os.RemoveAll(root)
