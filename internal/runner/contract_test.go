@@ -189,7 +189,7 @@ func handledMethods(t *testing.T, goNames protocolSide) map[string]string {
 	for value, name := range goNames.methods {
 		byConst[name] = value
 	}
-	path := filepath.Join("..", "server", "calls.go")
+	path := filepath.Join("..", "server", "exec_calls.go")
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 	if err != nil {
 		t.Fatal(err)
