@@ -13,24 +13,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codecell/codecell/internal/analysis"
-	"github.com/codecell/codecell/internal/config"
 )
 
 // analysisClient connects an in-memory client to a server with the analysis
 // tools, and returns it with the server's workspace directory (created).
 func analysisClient(t *testing.T) (*mcp.ClientSession, string) {
 	t.Helper()
-	s, err := New(Options{Config: allTools(config.Default()), Executor: fakeExecutor{}, DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, cs := newTestServer(t, nil)
 	s.addAnalysisTools() // adding a tool again replaces it, should New already have
 	ws := s.Workspace(DefaultNamespace)
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return connectClient(t, s), ws
+	return cs, ws
 }
 
 func callAnalysis(t *testing.T, cs *mcp.ClientSession, args map[string]any) (*mcp.CallToolResult, string) {

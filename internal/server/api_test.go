@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/store"
 )
@@ -196,25 +195,21 @@ func TestAPISkillsStatsUpstreamsSearch(t *testing.T) {
 	}
 }
 
-// closableExecutor is an Executor whose readiness the test sets.
-type closableExecutor struct {
-	scriptedExecutor
+// readyExec is an Executor whose readiness the test sets.
+type readyExec struct {
+	pooledExec
 	err error
 }
 
-func (c *closableExecutor) Ready() error { return c.err }
+func (c *readyExec) Ready() error { return c.err }
 
 func TestAPIReady(t *testing.T) {
 	st, err := store.Open(filepath.Join(t.TempDir(), "codecell.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := &closableExecutor{scriptedExecutor: scriptedExecutor{scripts: map[string]fakeRun{"pass": {}}}}
-	s, err := New(Options{Config: allTools(config.Default()), Executor: exec, Store: st, DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	exec := &readyExec{pooledExec: pooledExec{scripted(map[string]fakeRun{"pass": {}})}}
+	s, _ := newTestServer(t, func(o *Options) { o.Executor, o.Store = exec, st })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.API().Ready(ctx); err != nil {
@@ -231,11 +226,7 @@ func TestAPIReady(t *testing.T) {
 	}
 
 	// Sandboxes that cannot run code: the probe says so.
-	broken, err := New(Options{Config: allTools(config.Default()), Executor: &closableExecutor{}, DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(broken.Close)
+	broken, _ := newTestServer(t, func(o *Options) { o.Executor = &readyExec{pooledExec: pooledExec{scripted(nil)}} })
 	if err := broken.API().Ready(ctx); err == nil || !strings.HasPrefix(err.Error(), "sandbox: the sandbox failed: probe: SandboxError") {
 		t.Errorf("broken sandbox: %v", err)
 	}

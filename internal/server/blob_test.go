@@ -24,7 +24,7 @@ func TestDataPathImageMIME(t *testing.T) {
 	png := gatetest.PNG(t)
 	l := newLeakServer(t, nil, func(context.Context, sandbox.Request) *sandbox.Result {
 		return &sandbox.Result{OK: true, Images: []sandbox.Image{{MIMEType: "image/png; name=alice@example.com", Data: png}}}
-	}, nil)
+	})
 	res, all := l.call(t, "execute_code", map[string]any{"code": "display_image(png, mime_type='image/png; name=alice@example.com')"})
 	noneOf(t, "execute_code's answer", all, "alice@example.com")
 	n := 0
@@ -43,7 +43,7 @@ func TestDataPathImageMIME(t *testing.T) {
 // resources/read, come back with their values as tokens in their own
 // encoding; a file the gate cannot read is withheld.
 func TestDataPathBlobFiles(t *testing.T) {
-	l := newLeakServer(t, nil, nil, nil)
+	l := newLeakServer(t, nil, nil)
 	const addr = "alice@example.com"
 	files := map[string][]byte{
 		"chart.svg":   []byte(`<svg xmlns="http://www.w3.org/2000/svg"><text>` + addr + `</text></svg>`),

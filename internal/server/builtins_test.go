@@ -19,38 +19,28 @@ import (
 )
 
 // hostCall makes one call from "code" to the host, as the sandbox's
-// codecell package does, inside an execute_code run by a scriptExecutor.
-func hostCall(t *testing.T, cs *mcp.ClientSession, ex *scriptExecutor, method string, params any) (any, error) {
+// codecell package does, inside an execute_code run by ex.
+func hostCall(t *testing.T, cs *mcp.ClientSession, ex *recordingExec, method string, params any) (any, error) {
 	t.Helper()
 	raw, _ := json.Marshal(params)
 	var got any
 	var gotErr error
-	ex.run = func(req sandbox.Request) {
+	ex.execFunc = does(func(req sandbox.Request) {
 		got, gotErr = req.Calls.HandleCall(context.Background(), method, raw)
-	}
-	defer func() { ex.run = nil }()
+	})
+	defer func() { ex.execFunc = nil }()
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "pass"}}); err != nil {
 		t.Fatal(err)
 	}
 	return got, gotErr
 }
 
-func leanServer(t *testing.T, cfg *config.Config) (*Server, *mcp.ClientSession, *scriptExecutor) {
-	t.Helper()
-	ex := &scriptExecutor{}
-	s, err := New(Options{Config: cfg, Executor: ex, DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s, connectClient(t, s), ex
-}
-
 // TestLeanDefault: the default lists execute_code and search_tools only;
 // every other tool is reachable from code through the same handler, and
 // search_tools finds it as codecell.<tool>.
 func TestLeanDefault(t *testing.T) {
-	s, cs, ex := leanServer(t, config.Default())
+	ex := &recordingExec{}
+	s, cs := newTestServer(t, func(o *Options) { o.Config = config.Default(); o.Executor = ex })
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +121,8 @@ func TestBuiltinPolicy(t *testing.T) {
 	cfg := config.Default()
 	cfg.PII.AllowRestore = true // else restore_pii is no tool at all
 	cfg.Policy = config.Policy{Allow: []string{"github.*"}, Deny: []string{"codecell.restore_pii"}}
-	_, cs, ex := leanServer(t, cfg)
+	ex := &recordingExec{}
+	_, cs := newTestServer(t, func(o *Options) { o.Config = cfg; o.Executor = ex })
 	if _, err := hostCall(t, cs, ex, "codecell", map[string]any{"tool": "sanitize_pii", "arguments": map[string]any{"text": "a@example.org"}}); err != nil {
 		t.Errorf("sanitize_pii: %v", err)
 	}
@@ -146,7 +137,8 @@ func TestBuiltinPolicy(t *testing.T) {
 // call restore_pii either (it is no tool at all), so the sandbox gets no
 // originals by that way; with it, code can.
 func TestRestoreNotFromCodeByDefault(t *testing.T) {
-	_, cs, ex := leanServer(t, config.Default())
+	ex := &recordingExec{}
+	_, cs := newTestServer(t, func(o *Options) { o.Config = config.Default(); o.Executor = ex })
 	_, err := hostCall(t, cs, ex, "codecell", map[string]any{"tool": "restore_pii", "arguments": map[string]any{"text": "[EMAIL_000000]"}})
 	var ce *sandbox.CallError
 	if !errors.As(err, &ce) || ce.Kind != "AttributeError" {
@@ -154,7 +146,8 @@ func TestRestoreNotFromCodeByDefault(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.PII.AllowRestore = true
-	_, cs, ex = leanServer(t, cfg)
+	ex = &recordingExec{}
+	_, cs = newTestServer(t, func(o *Options) { o.Config = cfg; o.Executor = ex })
 	if _, err := hostCall(t, cs, ex, "codecell", map[string]any{"tool": "restore_pii", "arguments": map[string]any{"text": "[EMAIL_000000]"}}); err != nil {
 		t.Errorf("restore_pii from code with allowRestore: %v", err)
 	}
@@ -164,8 +157,7 @@ func TestRestoreNotFromCodeByDefault(t *testing.T) {
 // of the same name in the sandbox's codecell package whose parameters are
 // the tool's input properties, and every such function is a tool.
 func TestCodecellPackageMatchesTools(t *testing.T) {
-	cfg := allTools(config.Default())
-	s, _, _ := leanServer(t, cfg)
+	s, _ := newTestServer(t, nil)
 	src, err := runner.ReadFile("codecell/_tools.py")
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +221,7 @@ func TestCodecellPackageMatchesTools(t *testing.T) {
 // nearest tools by spelling, says so and points to list_tool_categories;
 // with nothing near, it says that.
 func TestSearchNeverSilentlyEmpty(t *testing.T) {
-	_, cs, _ := leanServer(t, config.Default())
+	_, cs := newTestServer(t, func(o *Options) { o.Config = config.Default() })
 	search := func(query string) (SearchToolsOutput, string) {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": query, "limit": 3}})
 		if err != nil || res.IsError {

@@ -9,13 +9,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/codecell/codecell/internal/config"
 )
 
 func TestCodeFiles(t *testing.T) {
-	ex := &scriptExecutor{}
-	cs, dir := wsClient(t, ex, func(c *config.Config) { c.PII.Mode = "off" })
+	ex := &recordingExec{}
+	s, cs := newTestServer(t, func(o *Options) { o.Executor = ex; o.Config.PII.Mode = "off" })
+	dir := s.Workspace(DefaultNamespace)
 
 	var f CodeFileOutput
 	mustCall(t, cs, "initialize_code_file", map[string]any{"content": "import sys"}, &f)
@@ -61,7 +60,8 @@ func TestCodeFiles(t *testing.T) {
 }
 
 func TestCodeFileRefusals(t *testing.T) {
-	cs, dir := wsClient(t, &scriptExecutor{}, nil)
+	s, cs := newTestServer(t, nil)
+	dir := s.Workspace(DefaultNamespace)
 	mustCall(t, cs, "initialize_code_file", map[string]any{"content": "x = 1", "filename": "a.py"}, nil)
 	if err := os.WriteFile(filepath.Join(dir, "empty.py"), []byte("\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -122,7 +122,8 @@ func TestCodeFileRefusals(t *testing.T) {
 // TestCodeFileAppendLimit: an append may fill a code file to exactly
 // maxCode bytes, the newline it adds counted only when it adds one.
 func TestCodeFileAppendLimit(t *testing.T) {
-	cs, dir := wsClient(t, &scriptExecutor{}, func(c *config.Config) { c.PII.Mode = "off" })
+	s, cs := newTestServer(t, func(o *Options) { o.Config.PII.Mode = "off" })
+	dir := s.Workspace(DefaultNamespace)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +155,9 @@ func TestCodeFileAppendLimit(t *testing.T) {
 // TestCodeFileLimitsAccepted: execute_code_file takes args up to both
 // limits, and a code file of exactly maxCode bytes.
 func TestCodeFileLimitsAccepted(t *testing.T) {
-	ex := &scriptExecutor{}
-	cs, dir := wsClient(t, ex, func(c *config.Config) { c.PII.Mode = "off" })
+	ex := &recordingExec{}
+	s, cs := newTestServer(t, func(o *Options) { o.Executor = ex; o.Config.PII.Mode = "off" })
+	dir := s.Workspace(DefaultNamespace)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,8 @@ func TestCodeFileLimitsAccepted(t *testing.T) {
 // TestNewCodeFileNumbers: initialize_code_file without a filename takes
 // the number after the highest cell directly in code/.
 func TestNewCodeFileNumbers(t *testing.T) {
-	cs, dir := wsClient(t, &scriptExecutor{}, func(c *config.Config) { c.PII.Mode = "off" })
+	s, cs := newTestServer(t, func(o *Options) { o.Config.PII.Mode = "off" })
+	dir := s.Workspace(DefaultNamespace)
 	for _, p := range []string{"code/cell_7.py", "code/cell_x.py", "code/sub/cell_99.py", "code/cell_12.txt"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
 			t.Fatal(err)

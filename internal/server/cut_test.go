@@ -72,7 +72,7 @@ func TestProgressLineLeavesNoPartOfAValue(t *testing.T) {
 // nor starts inside a value, where no detector finds it; before, with the
 // gate off, a page ended on 4111111 and the next began with 111111111.
 func TestPageLeavesNoPartOfAValue(t *testing.T) {
-	cs, _ := wsClient(t, &scriptExecutor{}, func(c *config.Config) { c.PII.Mode = "off" })
+	_, cs := newTestServer(t, func(o *Options) { o.Config.PII.Mode = "off" })
 	for _, v := range straddlers {
 		for k := 1; k < len(v); k++ {
 			mustCall(t, cs, "write_workspace_file", map[string]any{"path": "f.txt", "content": straddle(1000, k, v, 1000)}, nil)

@@ -34,20 +34,6 @@ import (
 // anyToken matches a token.
 var anyToken = regexp.MustCompile(`\[[A-Z][A-Z0-9_]*_[0-9a-f]{6,32}\]`)
 
-// funcExecutor runs a Go function as the code.
-type funcExecutor struct {
-	run func(ctx context.Context, req sandbox.Request) *sandbox.Result
-}
-
-func (f funcExecutor) Exec(ctx context.Context, req sandbox.Request) *sandbox.Result {
-	res := f.run(ctx, req)
-	if res.Isolation == "" {
-		res.Isolation = sandbox.Production
-	}
-	return res
-}
-func (funcExecutor) Level() sandbox.Level { return sandbox.Production }
-
 // leakUpstreams is an upstream "crm" whose tool echoes its arguments, and
 // a failed server "broken" whose stderr printed what it was called with.
 type leakUpstreams struct {
@@ -94,14 +80,10 @@ func (b *syncBuffer) String() string {
 }
 
 // newLeakServer is a server with every toolset, a store, the leaking
-// upstreams and run as its sandbox, logging JSON lines to a buffer.
-func newLeakServer(t *testing.T, mutate func(*config.Config), run func(ctx context.Context, req sandbox.Request) *sandbox.Result, opts *mcp.ClientOptions) *leakServer {
+// upstreams and run as its sandbox (nil succeeds), logging JSON lines to a
+// buffer.
+func newLeakServer(t *testing.T, mutate func(*config.Config), run execFunc) *leakServer {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Toolsets = []string{"exec", "discovery", "workspace", "privacy", "stats", "analysis"}
-	if mutate != nil {
-		mutate(cfg)
-	}
 	st, err := store.Open(filepath.Join(t.TempDir(), "codecell.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -109,26 +91,15 @@ func newLeakServer(t *testing.T, mutate func(*config.Config), run func(ctx conte
 	t.Cleanup(func() { st.Close() })
 	logs := &syncBuffer{}
 	up := &leakUpstreams{}
-	if run == nil {
-		run = func(context.Context, sandbox.Request) *sandbox.Result { return &sandbox.Result{OK: true} }
-	}
-	s, err := New(Options{Config: cfg, Executor: funcExecutor{run}, Upstreams: up, Store: st, DataDir: t.TempDir(),
-		Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	sst, ct := mcp.NewInMemoryTransports()
-	ss, err := s.MCP().Connect(ctx, sst, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, opts).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	s, cs := newTestServer(t, func(o *Options) {
+		o.Config = config.Default()
+		o.Config.Toolsets = []string{"exec", "discovery", "workspace", "privacy", "stats", "analysis"}
+		if mutate != nil {
+			mutate(o.Config)
+		}
+		o.Executor, o.Upstreams, o.Store = run, up, st
+		o.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	})
 	return &leakServer{s: s, st: st, cs: cs, logs: logs, up: up}
 }
 
@@ -163,7 +134,7 @@ func noneOf(t *testing.T, where, text string, raw ...string) {
 func TestDataPathResultNumber(t *testing.T) {
 	l := newLeakServer(t, nil, func(_ context.Context, req sandbox.Request) *sandbox.Result {
 		return &sandbox.Result{OK: true, Result: float64(4111111111111111)}
-	}, nil)
+	})
 	res, all := l.call(t, "execute_code", map[string]any{"code": "result = 4111111111111111"})
 	noneOf(t, "execute_code's answer", all, "4111111111111111")
 	if !anyToken.MatchString(textOf(res)) {
@@ -179,7 +150,7 @@ func TestDataPathErrorType(t *testing.T) {
 	l := newLeakServer(t, nil, func(_ context.Context, req sandbox.Request) *sandbox.Result {
 		return &sandbox.Result{Error: &sandbox.ExecError{Type: addr, Message: "raised",
 			Traceback: "Traceback (most recent call last):\n  File \"<cell>\", line 1\n" + addr + ": raised\n"}}
-	}, nil)
+	})
 	_, all := l.call(t, "execute_code", map[string]any{"code": `raise type("ada@example.org", (Exception,), {})("raised")`})
 	noneOf(t, "execute_code's answer", all, addr)
 
@@ -249,7 +220,7 @@ func TestDataPathOutputCut(t *testing.T) {
 		}
 		k := req.Cut(out, limit)
 		return &sandbox.Result{OK: true, Stdout: out[:k], Truncated: sandbox.Truncated{Stdout: true}}
-	}, nil)
+	})
 	_, all := l.call(t, "execute_code", map[string]any{"code": "print(...)"})
 	noneOf(t, "execute_code's answer", all, "dave.trunc@example.o", "dave.trunc", "example.o")
 }
@@ -274,10 +245,11 @@ func TestDataPathProgress(t *testing.T) {
 		req.OnOutput("stdout", []byte(long))
 		tick()
 		return &sandbox.Result{OK: true, Stdout: "card 4111 1111 1111 1111\n" + long}
-	}, opts)
+	})
+	cs := connectClient(t, l.s, opts) // the client that hears progress
 	params := &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "print(...)"}}
 	params.SetProgressToken("p")
-	if _, err := l.cs.CallTool(context.Background(), params); err != nil {
+	if _, err := cs.CallTool(context.Background(), params); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -292,7 +264,7 @@ func TestDataPathProgress(t *testing.T) {
 // Paging: reading a file in small pages does not give a value back in
 // pieces that can be put together again.
 func TestDataPathReadPages(t *testing.T) {
-	l := newLeakServer(t, nil, nil, nil)
+	l := newLeakServer(t, nil, nil)
 	content := "id,card\n1,4111 1111 1111 1111\n2,5555 5555 5555 4444\n"
 	l.call(t, "write_workspace_file", map[string]any{"path": "cards.csv", "content": content})
 	var got strings.Builder
@@ -318,7 +290,7 @@ func TestDataPathReadPages(t *testing.T) {
 // Non-UTF-8: a file that is not UTF-8 comes back as base64 of its bytes,
 // with its values tokenized first.
 func TestDataPathNonUTF8(t *testing.T) {
-	l := newLeakServer(t, nil, nil, nil)
+	l := newLeakServer(t, nil, nil)
 	latin1 := []byte("Name;E-Mail\nJos\xe9;ada@example.org\n")
 	l.call(t, "write_workspace_file", map[string]any{"path": "people.csv", "content": base64.StdEncoding.EncodeToString(latin1), "encoding": "base64"})
 	res, _ := l.call(t, "read_workspace_file", map[string]any{"path": "people.csv"})
@@ -334,7 +306,7 @@ func TestDataPathNonUTF8(t *testing.T) {
 // Upstream stderr (and errors): shown to every namespace, in
 // list_tool_categories, get_execution_stats and /api/v1/upstreams.
 func TestDataPathUpstreamErrors(t *testing.T) {
-	l := newLeakServer(t, nil, nil, nil)
+	l := newLeakServer(t, nil, nil)
 	_, cats := l.call(t, "list_tool_categories", nil)
 	_, stats := l.call(t, "get_execution_stats", nil)
 	rest := restGet(t, l.s, "/api/v1/upstreams", "token-for-team-b-01234")
@@ -345,7 +317,7 @@ func TestDataPathUpstreamErrors(t *testing.T) {
 
 // The execution log: the code the model wrote is kept tokenized.
 func TestDataPathLogCode(t *testing.T) {
-	l := newLeakServer(t, nil, nil, nil)
+	l := newLeakServer(t, nil, nil)
 	l.call(t, "execute_code", map[string]any{"code": "send('ada@example.org', card='4111 1111 1111 1111')"})
 	list, err := l.st.ListExecutions(context.Background(), DefaultNamespace, 0, 10)
 	if err != nil || len(list) != 1 {
@@ -358,7 +330,7 @@ func TestDataPathLogCode(t *testing.T) {
 // Echo: a value restored into a host tool's arguments does not come back
 // raw in its answer, even where no detector would find it.
 func TestDataPathRestoredEcho(t *testing.T) {
-	l := newLeakServer(t, nil, nil, nil)
+	l := newLeakServer(t, nil, nil)
 	res, _ := l.call(t, "sanitize_pii", map[string]any{"text": "4111 1111 1111 1111"})
 	var san SanitizeOutput
 	structured(t, res, &san)
@@ -376,17 +348,17 @@ func TestDataPathRestoredEcho(t *testing.T) {
 		reply, err := req.Calls.HandleCall(ctx, "tool", params)
 		b, _ := json.Marshal(reply)
 		return &sandbox.Result{OK: true, Stdout: fmt.Sprintf("%s %v\n", b, err)}
-	}, nil)
+	})
 	// The token must be the vault's: make it by sanitizing a labelled SSN.
 	res, _ = l2.call(t, "sanitize_pii", map[string]any{"text": "ssn: 123456789"})
 	structured(t, res, &san)
 	ssnTok := strings.TrimSpace(strings.TrimPrefix(san.Text, "ssn: "))
-	l2.s.exec = funcExecutor{func(ctx context.Context, req sandbox.Request) *sandbox.Result {
+	l2.s.exec = execFunc(func(ctx context.Context, req sandbox.Request) *sandbox.Result {
 		params, _ := json.Marshal(map[string]any{"server": "crm", "tool": "echo", "arguments": map[string]any{"id": ssnTok}})
 		reply, err := req.Calls.HandleCall(ctx, "tool", params)
 		b, _ := json.Marshal(reply)
 		return &sandbox.Result{OK: true, Stdout: fmt.Sprintf("%s %v\n", b, err)}
-	}}
+	})
 	_, all = l2.call(t, "execute_code", map[string]any{"code": "print(servers.crm.echo(id=tok))"})
 	if len(l2.up.args) == 0 || !strings.Contains(l2.up.args[len(l2.up.args)-1], "123456789") {
 		t.Fatalf("the upstream did not get the value: %v", l2.up.args)
@@ -408,10 +380,10 @@ func TestDataPathRestoreListed(t *testing.T) {
 		}
 		return strings.Join(n, " ")
 	}
-	if got := names(newLeakServer(t, nil, nil, nil)); strings.Contains(got, "restore_pii") {
+	if got := names(newLeakServer(t, nil, nil)); strings.Contains(got, "restore_pii") {
 		t.Errorf("restore_pii listed by default: %s", got)
 	}
-	l := newLeakServer(t, func(c *config.Config) { c.PII.AllowRestore = true }, nil, nil)
+	l := newLeakServer(t, func(c *config.Config) { c.PII.AllowRestore = true }, nil)
 	if got := names(l); !strings.Contains(got, "restore_pii") {
 		t.Errorf("restore_pii not listed with allowRestore: %s", got)
 	}
@@ -427,7 +399,7 @@ func TestDataPathRestoreListed(t *testing.T) {
 // Token ids: stable per value, but neither sequential nor guessable: the
 // model cannot walk the vault with [EMAIL_1], [EMAIL_2], ...
 func TestDataPathTokenIDs(t *testing.T) {
-	l := newLeakServer(t, func(c *config.Config) { c.PII.AllowRestore = true }, nil, nil)
+	l := newLeakServer(t, func(c *config.Config) { c.PII.AllowRestore = true }, nil)
 	var toks []string
 	for _, v := range []string{"a@example.org", "b@example.org", "a@example.org"} {
 		res, _ := l.call(t, "sanitize_pii", map[string]any{"text": v})
@@ -453,7 +425,7 @@ func TestDataPathPEMWithTokenLine(t *testing.T) {
 	pem := "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi5tBqz\n[SECRET_1]\nq8w0t9Vd5b3mQJ7x2Lk9pQ4sRtUvWxYz0aBcDeFgHiJk\n-----END RSA PRIVATE KEY-----"
 	l := newLeakServer(t, nil, func(context.Context, sandbox.Request) *sandbox.Result {
 		return &sandbox.Result{OK: true, Stdout: pem + "\n"}
-	}, nil)
+	})
 	_, all := l.call(t, "execute_code", map[string]any{"code": "print(open('key.pem').read())"})
 	noneOf(t, "execute_code's answer", all, "MIIEowIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi5tBqz", "q8w0t9Vd5b3mQJ7x2Lk9pQ4sRtUvWxYz0aBcDeFgHiJk")
 }
@@ -461,7 +433,7 @@ func TestDataPathPEMWithTokenLine(t *testing.T) {
 // Resources: a workspace file read as a resource is tokenized, text or
 // binary.
 func TestDataPathResourceRead(t *testing.T) {
-	l := newLeakServer(t, nil, nil, nil)
+	l := newLeakServer(t, nil, nil)
 	l.call(t, "write_workspace_file", map[string]any{"path": "p.bin", "content": base64.StdEncoding.EncodeToString([]byte("\x00\x01ada@example.org\x00")), "encoding": "base64"})
 	l.call(t, "write_workspace_file", map[string]any{"path": "p.txt", "content": "ada@example.org"})
 	for _, p := range []string{"p.bin", "p.txt"} {

@@ -18,28 +18,24 @@ import (
 	"github.com/codecell/codecell/internal/sandbox"
 )
 
-// outputExecutor returns a fixed output, as code that printed it would.
-type outputExecutor struct {
-	stdout, stderr string
-	result         any
-}
-
-func (e outputExecutor) Exec(context.Context, sandbox.Request) *sandbox.Result {
-	return &sandbox.Result{OK: true, Stdout: e.stdout, Stderr: e.stderr, Result: e.result, Duration: time.Millisecond, Isolation: sandbox.Production}
-}
-func (outputExecutor) Level() sandbox.Level { return sandbox.Production }
-
-func answerServer(t *testing.T, ex Executor, budget int) (*mcp.ClientSession, string) {
-	t.Helper()
-	cfg := config.Default()
-	cfg.Sandbox.AnswerBudget = budget
-	dataDir := t.TempDir()
-	s, err := New(Options{Config: cfg, Executor: ex, DataDir: dataDir})
-	if err != nil {
-		t.Fatal(err)
+// printed is an execFunc whose code succeeds with out's output and
+// result, as code that printed them would.
+func printed(out sandbox.Result) execFunc {
+	return func(context.Context, sandbox.Request) *sandbox.Result {
+		res := out
+		res.OK, res.Duration = true, time.Millisecond
+		return &res
 	}
-	t.Cleanup(s.Close)
-	return connectClient(t, s), s.Workspace(DefaultNamespace)
+}
+
+// answering is newTestServer's mod for these tests: the lean default
+// config with budget as its answer budget, and ex as the sandbox.
+func answering(ex Executor, budget int) func(*Options) {
+	return func(o *Options) {
+		o.Config = config.Default()
+		o.Config.Sandbox.AnswerBudget = budget
+		o.Executor = ex
+	}
 }
 
 // TestAnswerBudget: print('x' * 5_000_000) reaches the model as at most the
@@ -51,17 +47,18 @@ func TestAnswerBudget(t *testing.T) {
 	big := "HEAD" + strings.Repeat("x", 1<<20) + "TAIL\n" // the output limit's default
 	tests := []struct {
 		name string
-		ex   outputExecutor
+		out  sandbox.Result
 	}{
-		{"stdout", outputExecutor{stdout: big}},
-		{"stderr and stdout", outputExecutor{stdout: "small\n", stderr: big}},
-		{"result", outputExecutor{result: map[string]any{"rows": strings.Split(strings.Repeat("row,", 20_000), ",")}}},
-		{"all three", outputExecutor{stdout: big, stderr: big, result: big}},
-		{"multibyte", outputExecutor{stdout: strings.Repeat("é東🚀", 30_000)}},
+		{"stdout", sandbox.Result{Stdout: big}},
+		{"stderr and stdout", sandbox.Result{Stdout: "small\n", Stderr: big}},
+		{"result", sandbox.Result{Result: map[string]any{"rows": strings.Split(strings.Repeat("row,", 20_000), ",")}}},
+		{"all three", sandbox.Result{Stdout: big, Stderr: big, Result: big}},
+		{"multibyte", sandbox.Result{Stdout: strings.Repeat("é東🚀", 30_000)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cs, ws := answerServer(t, tt.ex, budget)
+			s, cs := newTestServer(t, answering(printed(tt.out), budget))
+			ws := s.Workspace(DefaultNamespace)
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "print('x' * 5_000_000)"}})
 			if err != nil {
 				t.Fatal(err)
@@ -96,7 +93,7 @@ func TestAnswerBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tt.ex.stdout != "" && !strings.Contains(string(whole), tt.ex.stdout) {
+			if tt.out.Stdout != "" && !strings.Contains(string(whole), tt.out.Stdout) {
 				t.Error("the output file lacks the whole stdout")
 			}
 			var link *mcp.ResourceLink
@@ -132,7 +129,8 @@ func TestAnswerBudget(t *testing.T) {
 // file, and the structured content leaves out what is empty. The budget
 // holds the structured and the text content together, each with stdout.
 func TestAnswerWithinBudget(t *testing.T) {
-	cs, ws := answerServer(t, outputExecutor{stdout: strings.Repeat("y", 9_000), result: 42.0}, 20_000)
+	s, cs := newTestServer(t, answering(printed(sandbox.Result{Stdout: strings.Repeat("y", 9_000), Result: 42.0}), 20_000))
+	ws := s.Workspace(DefaultNamespace)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "x"}})
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +155,7 @@ func TestAnswerWithinBudget(t *testing.T) {
 // let through.
 func TestAnswerBudgetOff(t *testing.T) {
 	big := strings.Repeat("z", 100_000)
-	cs, _ := answerServer(t, outputExecutor{stdout: big}, 0)
+	_, cs := newTestServer(t, answering(printed(sandbox.Result{Stdout: big}), 0))
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "x"}})
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +169,8 @@ func TestAnswerBudgetOff(t *testing.T) {
 
 // TestAnswerOutputsKept: the output dir keeps the newest keptOutputs files.
 func TestAnswerOutputsKept(t *testing.T) {
-	cs, ws := answerServer(t, outputExecutor{stdout: strings.Repeat("w", 30_000)}, 1_000)
+	s, cs := newTestServer(t, answering(printed(sandbox.Result{Stdout: strings.Repeat("w", 30_000)}), 1_000))
+	ws := s.Workspace(DefaultNamespace)
 	var last string
 	for range keptOutputs + 3 {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "x"}})
@@ -217,7 +216,8 @@ func TestAnswerBudgetCutsNoValue(t *testing.T) {
 		fmt.Fprintf(&b, "row %d: dave.trunc%d@example.org\n", i, i)
 	}
 	for _, budget := range []int{1000, 1001, 1007, 2003, 5000} {
-		cs, ws := answerServer(t, outputExecutor{stdout: b.String(), result: b.String()}, budget)
+		s, cs := newTestServer(t, answering(printed(sandbox.Result{Stdout: b.String(), Result: b.String()}), budget))
+		ws := s.Workspace(DefaultNamespace)
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "x"}})
 		if err != nil {
 			t.Fatal(err)
@@ -238,16 +238,16 @@ func TestAnswerBudgetCutsNoValue(t *testing.T) {
 	}
 }
 
-// largestExecutor makes the largest answer it can: an error whose message
+// largestAnswer makes the largest answer it can: an error whose message
 // and traceback are each the output limit, output at the limit on both
 // streams, a result at the limit, and 100 files with 4 KB paths.
-type largestExecutor struct {
+type largestAnswer struct {
 	stdout, stderr, message, traceback string
 	result                             any
 	files                              int
 }
 
-func (e largestExecutor) Exec(_ context.Context, req sandbox.Request) *sandbox.Result {
+func (e largestAnswer) exec(_ context.Context, req sandbox.Request) *sandbox.Result {
 	// A path of 4 KB: directories of 250 characters, as deep as PATH_MAX
 	// lets them go.
 	seg := strings.Repeat("d", 250)
@@ -265,7 +265,6 @@ func (e largestExecutor) Exec(_ context.Context, req sandbox.Request) *sandbox.R
 	}
 	return res
 }
-func (largestExecutor) Level() sandbox.Level { return sandbox.Production }
 
 // cutMarkers matches what marks a cut in an answer.
 var cutMarkers = regexp.MustCompile(`\[codecell: [^\]]*\]|\[files\] and \d+ more \([^)]*\)|\[cut to the answer budget[^\]]*\]`)
@@ -288,12 +287,12 @@ func TestAnswerBoundsEverything(t *testing.T) {
 	traceback := tb.String() + "ValueError: " + huge + "\n"
 	tests := []struct {
 		name string
-		ex   largestExecutor
+		ex   largestAnswer
 	}{
-		{"exception message", largestExecutor{message: huge, traceback: "Traceback (most recent call last):\n  File \"<cell>\", line 1, in <module>\nValueError: " + huge + "\n"}},
-		{"deep traceback", largestExecutor{message: "deep", traceback: traceback}},
-		{"long file names", largestExecutor{files: 100}},
-		{"all at once", largestExecutor{
+		{"exception message", largestAnswer{message: huge, traceback: "Traceback (most recent call last):\n  File \"<cell>\", line 1, in <module>\nValueError: " + huge + "\n"}},
+		{"deep traceback", largestAnswer{message: "deep", traceback: traceback}},
+		{"long file names", largestAnswer{files: 100}},
+		{"all at once", largestAnswer{
 			stdout: strings.Repeat("o", limit), stderr: strings.Repeat("e", limit), result: strings.Repeat("r", limit),
 			message: huge, traceback: traceback, files: 100,
 		}},
@@ -301,7 +300,8 @@ func TestAnswerBoundsEverything(t *testing.T) {
 	for _, tt := range tests {
 		for _, budget := range []int{config.DefaultAnswerBudget, 5_000, config.MinAnswerBudget} {
 			t.Run(fmt.Sprintf("%s/%d", tt.name, budget), func(t *testing.T) {
-				cs, ws := answerServer(t, tt.ex, budget)
+				s, cs := newTestServer(t, answering(execFunc(tt.ex.exec), budget))
+				ws := s.Workspace(DefaultNamespace)
 				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "x"}})
 				if err != nil {
 					t.Fatal(err)

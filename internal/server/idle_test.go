@@ -5,44 +5,41 @@ import (
 	"encoding/json"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // TestTrimWhenIdle: memory is handed back once per burst of executions,
-// only after the last one ended, never while one runs.
+// only after the last one ended, never while one runs. It runs in a
+// synctest bubble: the ticker, the sleeps and activity's clock are the
+// bubble's fake time, so it takes no real time and cannot lose a race with
+// a slow machine.
 func TestTrimWhenIdle(t *testing.T) {
-	var trims atomic.Int32
-	old := freeOSMemory
-	freeOSMemory = func() { trims.Add(1) }
-	t.Cleanup(func() { freeOSMemory = old })
-	s := &Server{}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.TrimWhenIdle(ctx)
+	synctest.Test(t, func(t *testing.T) {
+		var trims atomic.Int32
+		old := freeOSMemory
+		freeOSMemory = func() { trims.Add(1) }
+		t.Cleanup(func() { freeOSMemory = old })
+		s := &Server{}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go s.TrimWhenIdle(ctx)
 
-	s.activity.begin() // running: no trim however long it takes
-	time.Sleep(idleAfter + idleAfter/2)
-	if n := trims.Load(); n != 0 {
-		t.Fatalf("%d trims while an execution ran", n)
-	}
-	s.activity.end()
-	waitFor(t, func() bool { return trims.Load() == 1 })
-	time.Sleep(idleAfter) // no new burst: no new trim
-	if n := trims.Load(); n != 1 {
-		t.Fatalf("%d trims after one burst", n)
-	}
-	s.activity.begin()
-	s.activity.end()
-	waitFor(t, func() bool { return trims.Load() == 2 })
-}
-
-func waitFor(t *testing.T, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10 s")
+		s.activity.begin() // running: no trim however long it takes
+		time.Sleep(idleAfter + idleAfter/2)
+		if n := trims.Load(); n != 0 {
+			t.Fatalf("%d trims while an execution ran", n)
 		}
-	}
+		s.activity.end()
+		waitFor(t, 10*time.Second, "condition not met within 10 s", func() bool { return trims.Load() == 1 })
+		time.Sleep(idleAfter) // no new burst: no new trim
+		if n := trims.Load(); n != 1 {
+			t.Fatalf("%d trims after one burst", n)
+		}
+		s.activity.begin()
+		s.activity.end()
+		waitFor(t, 10*time.Second, "condition not met within 10 s", func() bool { return trims.Load() == 2 })
+	})
 }
 
 // TestOutputSchemasLean: tools' output schemas carry no field descriptions,

@@ -113,15 +113,12 @@ threading.Thread(target=later, daemon=True).start()
 	if !out.OK {
 		t.Fatalf("mapping: %+v", out.Error)
 	}
-	deadline := time.Now().Add(30 * time.Second)
 	// Once it is done (it says so with a file), so that no store comes
 	// after the next execution began: those would be that one's.
-	for _, err := os.Stat(filepath.Join(s.Workspace(DefaultNamespace), "stored")); err != nil; _, err = os.Stat(filepath.Join(s.Workspace(DefaultNamespace), "stored")) {
-		if time.Now().After(deadline) {
-			t.Fatal("the thread did not store")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, 30*time.Second, "the thread did not store", func() bool {
+		_, err := os.Stat(filepath.Join(s.Workspace(DefaultNamespace), "stored"))
+		return err == nil
+	})
 	if disk := diskUsage(t, s.Workspace(DefaultNamespace)); disk <= testQuota {
 		t.Fatalf("the thread's stores take %d bytes, under the quota", disk)
 	}

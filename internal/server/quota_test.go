@@ -12,7 +12,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/seccomp"
 	"github.com/codecell/codecell/internal/workspace"
@@ -67,20 +66,17 @@ func quotaServer(t *testing.T, level sandbox.Level, images workspace.ImageMode) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := allTools(config.Default())
-	cfg.Sandbox.Isolation = string(level)
-	cfg.Sandbox.WorkspaceQuota, cfg.Sandbox.WorkspaceEntries = testQuota, testEntries
-	cfg.PII.Mode = "off"
-	s, err := New(Options{Config: cfg, Executor: mgr, Volumes: vols, DataDir: dataDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Close()
+	t.Cleanup(func() { // after the server's Close
 		mgr.Close()
 		vols.Close() // after the sandboxes: it unmounts
 	})
-	return connectClient(t, s), s
+	s, cs := newTestServer(t, func(o *Options) {
+		o.Config.Sandbox.Isolation = string(level)
+		o.Config.Sandbox.WorkspaceQuota, o.Config.Sandbox.WorkspaceEntries = testQuota, testEntries
+		o.Config.PII.Mode = "off"
+		o.Executor, o.Volumes, o.DataDir = mgr, vols, dataDir
+	})
+	return cs, s
 }
 
 // unmountAll detaches the images left mounted beneath dir by a test that

@@ -23,8 +23,9 @@ var pngHeader = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\
 // links execute_code returns read back; bad URIs and missing files fail
 // with errors that say so.
 func TestResources(t *testing.T) {
-	exec := &scriptExecutor{}
-	cs, dir := wsClient(t, exec, nil)
+	exec := &recordingExec{}
+	s, cs := newTestServer(t, func(o *Options) { o.Executor = exec })
+	dir := s.Workspace(DefaultNamespace)
 	ctx := context.Background()
 
 	init := cs.InitializeResult()
@@ -103,9 +104,9 @@ func TestResources(t *testing.T) {
 	}
 
 	// The link execute_code returns for a file it wrote reads back.
-	exec.run = func(req sandbox.Request) {
+	exec.execFunc = does(func(req sandbox.Request) {
 		os.WriteFile(filepath.Join(req.Workspace, "out.json"), []byte(`{"n": 1}`), 0o644)
-	}
+	})
 	run, _ := callTool(t, cs, "execute_code", map[string]any{"code": "write out.json"})
 	var links int
 	for _, c := range run.Content {
@@ -137,20 +138,18 @@ func TestResources(t *testing.T) {
 	}
 }
 
-// imageExecutor returns an image, as the runner does for display_image.
-type imageExecutor struct{ scriptExecutor }
-
-func (e *imageExecutor) Exec(ctx context.Context, req sandbox.Request) *sandbox.Result {
-	r := e.scriptExecutor.Exec(ctx, req)
-	r.Images = []sandbox.Image{{MIMEType: "image/png", Data: pngHeader}}
-	r.ImagesDropped = []string{"image/png of 9999999 bytes"}
-	return r
-}
-
 // TestImageContent: images an execution shows, and a PNG read from the
 // workspace, reach the client as MCP image content, not as base64 text.
 func TestImageContent(t *testing.T) {
-	cs, _ := wsClient(t, &imageExecutor{}, nil)
+	// The sandbox returns an image, as the runner does for display_image.
+	_, cs := newTestServer(t, func(o *Options) {
+		o.Executor = execFunc(func(ctx context.Context, req sandbox.Request) *sandbox.Result {
+			r := execFunc(nil).Exec(ctx, req)
+			r.Images = []sandbox.Image{{MIMEType: "image/png", Data: pngHeader}}
+			r.ImagesDropped = []string{"image/png of 9999999 bytes"}
+			return r
+		})
+	})
 	res, text := callTool(t, cs, "execute_code", map[string]any{"code": "display_image(png)"})
 	var images []*mcp.ImageContent
 	for _, c := range res.Content {

@@ -8,14 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codecell/codecell/internal/config"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/store"
 )
 
 // sessionServer is a server on a real development-level sandbox manager
-// (sessions need a live interpreter) with a store.
-func sessionServer(t *testing.T) (*Server, *store.Store) {
+// (sessions need a live interpreter) with a store, and a client on it.
+func sessionServer(t *testing.T) (*Server, *store.Store, *mcp.ClientSession) {
 	t.Helper()
 	mgr, err := sandbox.New(sandbox.Options{Level: sandbox.Development, Python: "/usr/bin/python3", StateDir: t.TempDir(), PoolSize: 1})
 	if err != nil {
@@ -27,22 +28,18 @@ func sessionServer(t *testing.T) (*Server, *store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cfg := allTools(config.Default())
-	cfg.Sandbox.Isolation = "development"
-	s, err := New(Options{Config: cfg, Executor: mgr, Store: st, DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s, st
+	s, cs := newTestServer(t, func(o *Options) {
+		o.Config.Sandbox.Isolation = "development"
+		o.Executor, o.Store = mgr, st
+	})
+	return s, st, cs
 }
 
 // TestSessionsConcurrentStartAndRecords: calls that start one new id at once
 // share one session, and the store holds a record of each live session
 // from its start to its end.
 func TestSessionsConcurrentStartAndRecords(t *testing.T) {
-	s, st := sessionServer(t)
-	cs := connectClient(t, s)
+	s, st, cs := sessionServer(t)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	pids := make([]any, 4)
@@ -94,8 +91,7 @@ func TestSessionsConcurrentStartAndRecords(t *testing.T) {
 // structured result and first in the text, so that a mistyped id's NameError
 // has its explanation next to it.
 func TestSessionStartedIsSaid(t *testing.T) {
-	s, _ := sessionServer(t)
-	cs := connectClient(t, s)
+	_, _, cs := sessionServer(t)
 	run := func(code, id string) (ExecuteCodeOutput, string) {
 		res := runTool(t, cs, "execute_code", map[string]any{"code": code, "session_id": id})
 		var out ExecuteCodeOutput
@@ -132,8 +128,7 @@ func TestSessionStartedIsSaid(t *testing.T) {
 // to install the module, as the structured error's message does (the
 // traceback, written by Python, does not).
 func TestRenderedErrorKeepsTheHint(t *testing.T) {
-	s, _ := sessionServer(t)
-	cs := connectClient(t, s)
+	_, _, cs := sessionServer(t)
 	res := runTool(t, cs, "execute_code", map[string]any{"code": "import no_such_module_xyz"})
 	var out ExecuteCodeOutput
 	structured(t, res, &out)
@@ -192,14 +187,10 @@ func TestSessionElsewhere(t *testing.T) {
 	if err := other.TouchSession(context.Background(), DefaultNamespace, "s1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	cfg := allTools(config.Default())
-	cfg.Sandbox.Isolation = "development"
-	s, err := New(Options{Config: cfg, Executor: mgr, Store: open("r2"), DataDir: t.TempDir(), Replica: "r2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	cs := connectClient(t, s)
+	_, cs := newTestServer(t, func(o *Options) {
+		o.Config.Sandbox.Isolation = "development"
+		o.Executor, o.Store, o.Replica = mgr, open("r2"), "r2"
+	})
 	for _, tc := range []struct{ id, want string }{{"s1", "r1"}, {"s2", ""}} {
 		res := runTool(t, cs, "execute_code", map[string]any{"code": "x = 1", "session_id": tc.id})
 		var out ExecuteCodeOutput

@@ -4,26 +4,16 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/skills"
 	"github.com/codecell/codecell/internal/store"
 )
 
-// compileExecutor plays the sandbox for save_skill: it answers the compile
-// check as Python would for the code it was given, and records requests.
-type compileExecutor struct {
-	mu   sync.Mutex
-	reqs []sandbox.Request
-}
-
-func (e *compileExecutor) Exec(ctx context.Context, req sandbox.Request) *sandbox.Result {
-	e.mu.Lock()
-	e.reqs = append(e.reqs, req)
-	e.mu.Unlock()
+// compileCheck plays the sandbox for save_skill: it answers the compile
+// check as Python would for the code it was given.
+func compileCheck(_ context.Context, req sandbox.Request) *sandbox.Result {
 	src, _ := req.Context["source"].(string)
 	switch {
 	case strings.Contains(src, "TIMEOUT"):
@@ -35,9 +25,10 @@ func (e *compileExecutor) Exec(ctx context.Context, req sandbox.Request) *sandbo
 	}
 	return &sandbox.Result{OK: true}
 }
-func (*compileExecutor) Level() sandbox.Level { return sandbox.Production }
 
-func newSkillsServer(t *testing.T) (*Server, *compileExecutor, string) {
+// newSkillsServer is a server with a store and skills under its data dir,
+// and compileCheck as its sandbox, recorded.
+func newSkillsServer(t *testing.T) (*Server, *recordingExec, string) {
 	t.Helper()
 	dataDir := t.TempDir()
 	db, err := store.Open(filepath.Join(dataDir, "codecell.db"))
@@ -49,12 +40,8 @@ func newSkillsServer(t *testing.T) (*Server, *compileExecutor, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex := &compileExecutor{}
-	s, err := New(Options{Config: allTools(config.Default()), Executor: ex, DataDir: dataDir, Store: db, Skills: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	ex := &recordingExec{execFunc: compileCheck}
+	s, _ := newTestServer(t, func(o *Options) { o.Executor, o.DataDir, o.Store, o.Skills = ex, dataDir, db, m })
 	return s, ex, dataDir
 }
 
@@ -91,7 +78,7 @@ func TestSaveSkillCompilesInTheSandbox(t *testing.T) {
 func TestSkillToolsListed(t *testing.T) {
 	ctx := context.Background()
 	names := func(s *Server) string {
-		res, err := connectClient(t, s).ListTools(ctx, nil)
+		res, err := connectClient(t, s, nil).ListTools(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,22 +97,18 @@ func TestSkillToolsListed(t *testing.T) {
 	if got := names(s); got != "delete_skill list_skills load_skill save_skill" {
 		t.Errorf("with skills: %q", got)
 	}
-	without, err := New(Options{Config: allTools(config.Default()), Executor: &compileExecutor{}, DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(without.Close)
+	without, _ := newTestServer(t, nil)
 	if got := names(without); got != "" {
 		t.Errorf("without a skills manager: %q", got)
 	}
 }
 
 // TestSkillToolsOverMCP: the four tools through a client, with the
-// sandbox played by compileExecutor: versions, the text renderings, and
+// sandbox played by compileCheck: versions, the text renderings, and
 // refusals as tool errors that name the field.
 func TestSkillToolsOverMCP(t *testing.T) {
 	s, _, _ := newSkillsServer(t)
-	cs := connectClient(t, s)
+	cs := connectClient(t, s, nil)
 	save := func(code string) {
 		t.Helper()
 		mustCall(t, cs, "save_skill", map[string]any{"name": "calc", "code": code,

@@ -23,7 +23,7 @@ import (
 	"github.com/codecell/codecell/internal/upstream"
 )
 
-// fakeRun is what scriptedExecutor does for one code string.
+// fakeRun is what scripted does for one code string.
 type fakeRun struct {
 	ms      int      // the execution's duration
 	errType string   // "" succeeds
@@ -31,33 +31,34 @@ type fakeRun struct {
 	calls   []string // tools called through the request's handler, as server.tool
 }
 
-// scriptedExecutor runs each code string as its script says, making the
-// script's tool calls through the same handler the sandbox uses.
-type scriptedExecutor struct {
-	scripts map[string]fakeRun
+// scripted runs each code string as its script says, making the script's
+// tool calls through the same handler the sandbox uses.
+func scripted(scripts map[string]fakeRun) execFunc {
+	return func(ctx context.Context, req sandbox.Request) *sandbox.Result {
+		run, ok := scripts[req.Code]
+		if !ok {
+			return &sandbox.Result{Error: &sandbox.ExecError{Type: sandbox.ErrSandbox, Message: "no script for " + req.Code}}
+		}
+		for _, c := range run.calls {
+			srv, tool, _ := strings.Cut(c, ".")
+			params, _ := json.Marshal(map[string]any{"server": srv, "tool": tool, "arguments": map[string]any{"text": "hi"}})
+			req.Calls.HandleCall(ctx, "tool", params) // a failing call is recorded; the script goes on
+		}
+		res := &sandbox.Result{OK: run.errType == "", Stdout: run.stdout, Duration: time.Duration(run.ms) * time.Millisecond}
+		if run.errType != "" {
+			res.Error = &sandbox.ExecError{Type: run.errType, Message: "boom"}
+			if run.errType != "Timeout" {
+				res.Error.Traceback = "Traceback (most recent call last):\n  File \"<cell>\", line 1, in <module>\n" + run.errType + ": boom\n"
+			}
+		}
+		return res
+	}
 }
 
-func (f scriptedExecutor) Exec(ctx context.Context, req sandbox.Request) *sandbox.Result {
-	run, ok := f.scripts[req.Code]
-	if !ok {
-		return &sandbox.Result{Error: &sandbox.ExecError{Type: sandbox.ErrSandbox, Message: "no script for " + req.Code}, Isolation: sandbox.Production}
-	}
-	for _, c := range run.calls {
-		srv, tool, _ := strings.Cut(c, ".")
-		params, _ := json.Marshal(map[string]any{"server": srv, "tool": tool, "arguments": map[string]any{"text": "hi"}})
-		req.Calls.HandleCall(ctx, "tool", params) // a failing call is recorded; the script goes on
-	}
-	res := &sandbox.Result{OK: run.errType == "", Stdout: run.stdout, Duration: time.Duration(run.ms) * time.Millisecond, Isolation: sandbox.Production}
-	if run.errType != "" {
-		res.Error = &sandbox.ExecError{Type: run.errType, Message: "boom"}
-		if run.errType != "Timeout" {
-			res.Error.Traceback = "Traceback (most recent call last):\n  File \"<cell>\", line 1, in <module>\n" + run.errType + ": boom\n"
-		}
-	}
-	return res
-}
-func (scriptedExecutor) Level() sandbox.Level { return sandbox.Production }
-func (scriptedExecutor) PoolStats() sandbox.PoolStats {
+// pooledExec is an execFunc that reports a pool, as *sandbox.Manager does.
+type pooledExec struct{ execFunc }
+
+func (pooledExec) PoolStats() sandbox.PoolStats {
 	return sandbox.PoolStats{Size: 4, Idle: 3, Starting: 1, Busy: 0}
 }
 
@@ -87,13 +88,10 @@ func (fakeUpstreams) Wait(_ context.Context, server string) error {
 	return fmt.Errorf("%w: %s failed (exit status 1)", upstream.ErrUnavailable, server)
 }
 
-// statsServer is a server with cfg (nil for allTools(config.Default())), a store, the
-// scripted executor and the fake upstreams, and a client connected to it.
+// statsServer is a server with cfg (nil for allTools(config.Default())), a store, skills,
+// the scripts as its (pooled) sandbox and the fake upstreams, and a client connected to it.
 func statsServer(t *testing.T, cfg *config.Config, scripts map[string]fakeRun, log *slog.Logger) (*Server, *store.Store, *mcp.ClientSession) {
 	t.Helper()
-	if cfg == nil {
-		cfg = allTools(config.Default())
-	}
 	st, err := store.Open(filepath.Join(t.TempDir(), "codecell.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -103,13 +101,14 @@ func statsServer(t *testing.T, cfg *config.Config, scripts map[string]fakeRun, l
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Config: cfg, Executor: scriptedExecutor{scripts}, Upstreams: fakeUpstreams{},
-		Store: st, Skills: sk, DataDir: t.TempDir(), Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s, st, connectClient(t, s)
+	s, cs := newTestServer(t, func(o *Options) {
+		if cfg != nil {
+			o.Config = cfg
+		}
+		o.Executor, o.Upstreams = pooledExec{scripted(scripts)}, fakeUpstreams{}
+		o.Store, o.Skills, o.Logger = st, sk, log
+	})
+	return s, st, cs
 }
 
 func runTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
@@ -282,11 +281,7 @@ func TestRecordFailureKeepsResult(t *testing.T) {
 // TestStatsNeedStore: without a store there is no log, and no tool that
 // would report zeros.
 func TestStatsNeedStore(t *testing.T) {
-	s, err := New(Options{Config: allTools(config.Default()), Executor: fakeExecutor{}, DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := connectClient(t, s)
+	_, cs := newTestServer(t, nil)
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codecell/codecell/internal/catalog"
-	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/upstream"
 )
@@ -105,8 +104,9 @@ func (u *startingUpstreams) Wait(ctx context.Context, server string) error {
 }
 
 // startingServer is a server on a real development-level sandbox whose
-// generated package is published where the sandbox imports it from.
-func startingServer(t *testing.T, up *startingUpstreams) (*Server, string) {
+// generated package is published where the sandbox imports it from, and
+// a client on it.
+func startingServer(t *testing.T, up *startingUpstreams) (*Server, *mcp.ClientSession, string) {
 	t.Helper()
 	gen := filepath.Join(t.TempDir(), "gen")
 	mgr, err := sandbox.New(sandbox.Options{Level: sandbox.Development, Python: "/usr/bin/python3", StateDir: t.TempDir(), PoolSize: 1, GenDir: gen})
@@ -114,15 +114,12 @@ func startingServer(t *testing.T, up *startingUpstreams) (*Server, string) {
 		t.Skip(err)
 	}
 	t.Cleanup(func() { mgr.Close() })
-	cfg := allTools(config.Default())
-	cfg.Sandbox.Isolation = "development"
-	s, err := New(Options{Config: cfg, Executor: mgr, Upstreams: up, DataDir: t.TempDir(), GenDir: gen})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, cs := newTestServer(t, func(o *Options) {
+		o.Config.Sandbox.Isolation = "development"
+		o.Executor, o.Upstreams, o.GenDir = mgr, up, gen
+	})
 	up.refresh = s.RefreshTools
-	t.Cleanup(s.Close)
-	return s, gen
+	return s, cs, gen
 }
 
 // TestImportWaitsForStartingServer: code that imports a server still
@@ -131,8 +128,7 @@ func startingServer(t *testing.T, up *startingUpstreams) (*Server, string) {
 // ImportError that says which and why.
 func TestImportWaitsForStartingServer(t *testing.T) {
 	up := newStartingUpstreams()
-	s, gen := startingServer(t, up)
-	cs := connectClient(t, s)
+	_, cs, gen := startingServer(t, up)
 
 	// Before anything connected: a stand-in for each server on its way,
 	// none for the disabled one.
@@ -157,11 +153,7 @@ func TestImportWaitsForStartingServer(t *testing.T) {
 			done <- answer{res, err}
 		}()
 		// The import is waiting for the server: only now does it connect.
-		for deadline := time.Now().Add(time.Minute); up.waiting.Load() == 0; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the code never asked to wait for slow-one")
-			}
-		}
+		waitFor(t, time.Minute, "the code never asked to wait for slow-one", func() bool { return up.waiting.Load() > 0 })
 		if err := up.connect(); err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +203,7 @@ func TestImportWaitsForStartingServer(t *testing.T) {
 // under the same module name, once it connects.
 func TestStandInsFollowServers(t *testing.T) {
 	up := newStartingUpstreams()
-	s, gen := startingServer(t, up)
+	s, _, gen := startingServer(t, up)
 	read := func(p string) string {
 		b, _ := os.ReadFile(filepath.Join(gen, "servers", p))
 		return string(b)

@@ -8,59 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codecell/codecell/internal/config"
 	"github.com/codecell/codecell/internal/pii"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/workspace"
 )
-
-// scriptExecutor stands in for the sandbox: it records each request and
-// runs a Go function as the "code", which may touch the workspace.
-type scriptExecutor struct {
-	mu   sync.Mutex
-	reqs []sandbox.Request
-	run  func(req sandbox.Request) // nil does nothing
-}
-
-func (e *scriptExecutor) Exec(ctx context.Context, req sandbox.Request) *sandbox.Result {
-	e.mu.Lock()
-	e.reqs = append(e.reqs, req)
-	e.mu.Unlock()
-	if e.run != nil {
-		e.run(req)
-	}
-	return &sandbox.Result{OK: true, Duration: time.Millisecond, Isolation: sandbox.Production}
-}
-
-func (e *scriptExecutor) Level() sandbox.Level { return sandbox.Production }
-
-func (e *scriptExecutor) last() sandbox.Request {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.reqs[len(e.reqs)-1]
-}
-
-// wsClient connects an in-memory client to a server with every toolset,
-// and returns it with the default namespace's workspace directory.
-func wsClient(t *testing.T, exec Executor, mutate func(*config.Config)) (*mcp.ClientSession, string) {
-	t.Helper()
-	cfg := allTools(config.Default())
-	if mutate != nil {
-		mutate(cfg)
-	}
-	s, err := New(Options{Config: cfg, Executor: exec, DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return connectClient(t, s), s.Workspace(DefaultNamespace)
-}
 
 // callTool calls a tool and returns its result and text.
 func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, string) {
@@ -87,7 +43,7 @@ func mustCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 }
 
 func TestWorkspaceToolsListed(t *testing.T) {
-	cs, _ := wsClient(t, &scriptExecutor{}, nil)
+	_, cs := newTestServer(t, nil)
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +74,8 @@ func TestWorkspaceToolsListed(t *testing.T) {
 }
 
 func TestWorkspaceTools(t *testing.T) {
-	cs, dir := wsClient(t, &scriptExecutor{}, func(c *config.Config) { c.PII.Mode = "off" })
+	s, cs := newTestServer(t, func(o *Options) { o.Config.PII.Mode = "off" })
+	dir := s.Workspace(DefaultNamespace)
 
 	var w WorkspaceEntry
 	text := mustCall(t, cs, "write_workspace_file", map[string]any{"path": "data/notes.txt", "content": "line 1\nline 2\n"}, &w)
@@ -193,7 +150,8 @@ func TestWorkspaceTools(t *testing.T) {
 }
 
 func TestWorkspaceToolRefusals(t *testing.T) {
-	cs, dir := wsClient(t, &scriptExecutor{}, func(c *config.Config) { c.Sandbox.WorkspaceQuota = 8192 })
+	s, cs := newTestServer(t, func(o *Options) { o.Config.Sandbox.WorkspaceQuota = 8192 })
+	dir := s.Workspace(DefaultNamespace)
 	mustCall(t, cs, "write_workspace_file", map[string]any{"path": "a.txt", "content": "x"}, nil)
 	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "passwd")); err != nil {
 		t.Fatal(err)
@@ -254,7 +212,7 @@ func TestWorkspaceToolRefusals(t *testing.T) {
 // TestWorkspacePII: personal data in a file's text and in its name reach
 // the model as tokens, and a tokenized path finds its file.
 func TestWorkspacePII(t *testing.T) {
-	cs, _ := wsClient(t, &scriptExecutor{}, nil)
+	_, cs := newTestServer(t, nil)
 	var w WorkspaceEntry
 	mustCall(t, cs, "write_workspace_file", map[string]any{"path": "ada@example.org/notes.txt", "content": "mail ada@example.org"}, &w)
 	tok, _, _ := strings.Cut(w.Path, "/")
@@ -280,17 +238,18 @@ func TestWorkspacePII(t *testing.T) {
 // TestExecuteCodeReportsFiles: execute_code's files are what the code
 // created or changed, also as resource links.
 func TestExecuteCodeReportsFiles(t *testing.T) {
-	ex := &scriptExecutor{}
-	cs, dir := wsClient(t, ex, func(c *config.Config) { c.PII.Mode = "off" })
+	ex := &recordingExec{}
+	s, cs := newTestServer(t, func(o *Options) { o.Executor = ex; o.Config.PII.Mode = "off" })
+	dir := s.Workspace(DefaultNamespace)
 	mustCall(t, cs, "write_workspace_file", map[string]any{"path": "kept.txt", "content": "x"}, nil)
 	mustCall(t, cs, "write_workspace_file", map[string]any{"path": "changed.txt", "content": "x"}, nil)
 	mustCall(t, cs, "write_workspace_file", map[string]any{"path": "gone.txt", "content": "x"}, nil)
-	ex.run = func(req sandbox.Request) {
+	ex.execFunc = does(func(req sandbox.Request) {
 		os.MkdirAll(filepath.Join(req.Workspace, "out dir"), 0o755)
 		os.WriteFile(filepath.Join(req.Workspace, "out dir", "r#1.csv"), []byte("a,b\n"), 0o644)
 		os.WriteFile(filepath.Join(req.Workspace, "changed.txt"), []byte("xy"), 0o644)
 		os.Remove(filepath.Join(req.Workspace, "gone.txt"))
-	}
+	})
 	res, text := callTool(t, cs, "execute_code", map[string]any{"code": "pass"})
 	var out ExecuteCodeOutput
 	structured(t, res, &out)
@@ -315,7 +274,7 @@ func TestExecuteCodeReportsFiles(t *testing.T) {
 	}
 
 	// Nothing changed: no files.
-	ex.run = nil
+	ex.execFunc = nil
 	res, _ = callTool(t, cs, "execute_code", map[string]any{"code": "pass"})
 	out = ExecuteCodeOutput{} // files is left out when empty
 	structured(t, res, &out)
@@ -324,11 +283,11 @@ func TestExecuteCodeReportsFiles(t *testing.T) {
 	}
 
 	// Many files: 100 reported, the rest counted.
-	ex.run = func(req sandbox.Request) {
+	ex.execFunc = does(func(req sandbox.Request) {
 		for i := range 105 {
 			os.WriteFile(filepath.Join(req.Workspace, fmt.Sprintf("f%03d", i)), nil, 0o644)
 		}
-	}
+	})
 	res, text = callTool(t, cs, "execute_code", map[string]any{"code": "pass"})
 	structured(t, res, &out)
 	if len(out.Files) != 100 || out.FilesOmitted != 5 || out.Files[0] != "f000" || len(res.Content) != 101 || !strings.Contains(text, "and 5 more") {
@@ -342,13 +301,7 @@ func TestExecuteCodeReportsFiles(t *testing.T) {
 // TestWorkspaceToolLimits: a write is at most maxWrite bytes, after base64
 // decoding; a listing at most DefaultListLimit entries.
 func TestWorkspaceToolLimits(t *testing.T) {
-	cfg := allTools(config.Default())
-	cfg.PII.Mode = "off"
-	s, err := New(Options{Config: cfg, Executor: &scriptExecutor{}, DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, _ := newTestServer(t, func(o *Options) { o.Config.PII.Mode = "off" })
 	dir := s.Workspace(DefaultNamespace)
 	// The handler is called directly: the SDK's stdio and in-memory
 	// transports refuse a frame over 16 MiB before any tool sees it, and
@@ -377,7 +330,7 @@ func TestWorkspaceToolLimits(t *testing.T) {
 		}
 	}
 	var l ListWorkspaceFilesOutput
-	text := mustCall(t, connectClient(t, s), "list_workspace_files", map[string]any{"pattern": "f*"}, &l)
+	text := mustCall(t, connectClient(t, s, nil), "list_workspace_files", map[string]any{"pattern": "f*"}, &l)
 	if len(l.Files) != workspace.DefaultListLimit || !l.Truncated || !strings.Contains(text, fmt.Sprintf("[truncated at %d entries]\n", workspace.DefaultListLimit)) {
 		t.Fatalf("%d files, truncated=%v, text ends %q", len(l.Files), l.Truncated, text[max(0, len(text)-60):])
 	}
