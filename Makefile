@@ -88,6 +88,14 @@ test: deps runsc npm-deps browser-deps
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
 
+# The fast lane, for every change: vet and the tests that need no setup
+# beyond Go, Python and bubblewrap (go test -short: no codecell binary, no
+# PostgreSQL, HAProxy, browser, gVisor or npm packages; those tests skip
+# and say so). Minutes; make test runs everything.
+check:
+	$(GO) vet ./...
+	$(GO) test -short -timeout 10m ./...
+
 # The latency benchmark recorded in BENCHMARKS.md.
 bench: deps runsc
 	$(GO) test -run '^$$' -bench 'ExecuteCode|PythonSpawn' -benchtime 500x ./cmd/codecell/
