@@ -26,7 +26,10 @@
 //     for the share of the query's words the tool matched;
 //   - a bonus for tools of the server that fits the query best as a whole
 //     (a query naming "S3" or "Jira" favours that server's tools);
-//   - a demotion of tools whose description says they are deprecated.
+//   - a demotion of tools whose description says they are deprecated;
+//   - a shell command line ("ls data", "mkdir -p logs/2026") read as what
+//     its command does, by the one-line description of its man page
+//     (commands.go, generated from the base tools' man pages).
 //
 // The package knows nothing of MCP sessions or of the code generator; it only
 // reads the JSON Schema a tool carries, and tolerates a malformed one. It does

@@ -99,6 +99,7 @@ type weighted struct {
 // no tool uses are left out.
 func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) {
 	seen := make(map[string]bool)
+	cmd, cmdWords := shellCommand(text)
 	for _, r := range runs(text) {
 		if len(cs) == maxQueryTerms {
 			break
@@ -114,6 +115,20 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 			if id, ok := c.index.ids[t]; ok {
 				alts = append(alts, []weighted{{id, 1}})
 				direct = append(direct, id)
+			}
+			if t == cmd {
+				// A command of a shell command line stands for what its
+				// man page says it does, as a whole.
+				var parts []weighted
+				for _, w := range cmdWords {
+					if id, ok := c.index.ids[w]; ok {
+						parts = append(parts, weighted{id, 1 / float64(len(cmdWords))})
+						synonym = append(synonym, id)
+					}
+				}
+				if len(parts) > 0 {
+					alts = append(alts, parts)
+				}
 			}
 			// Synonyms, then related words (a one-way lexicon) a little
 			// lower. A match of either never counts for more than one of
@@ -580,4 +595,32 @@ func isDeprecated(t Tool) bool {
 	first, _, _ := strings.Cut(t.Description, ". ")
 	return strings.Contains(strings.ToLower(t.Title+" "+first), "deprecated") ||
 		strings.Contains(t.Description, "DEPRECATED")
+}
+
+// shellCommand reads text as a shell command line when it looks like one:
+// its first word is a command of the base tools (commandWords), and it is
+// short (at most four words) or has a flag ("-p") or a path ("logs/2026",
+// "notes.md"). It returns the command's term and the terms of its man
+// page's description; "" when text is no command line. "link Alice to Acme
+// as an employee" is a request, not link(1).
+func shellCommand(text string) (string, []string) {
+	fields := strings.Fields(strings.ToLower(text))
+	if len(fields) == 0 {
+		return "", nil
+	}
+	desc, ok := commandWords[fields[0]]
+	if !ok {
+		return "", nil
+	}
+	shell := len(fields) <= 4
+	for _, f := range fields[1:] {
+		if strings.HasPrefix(f, "-") || strings.ContainsAny(f, "/.*~") {
+			shell = true
+		}
+	}
+	cmd := terms(fields[0])
+	if !shell || len(cmd) == 0 {
+		return "", nil
+	}
+	return cmd[0], terms(desc)
 }

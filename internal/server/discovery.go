@@ -49,6 +49,9 @@ type ToolEntry struct {
 type SearchToolsOutput struct {
 	Total int         `json:"total" jsonschema:"How many tools match in all."`
 	Tools []ToolEntry `json:"tools"`
+	// Skills are the namespace's saved skills that match the query, best
+	// first: what the agent wrote once comes up beside the tools.
+	Skills []SkillHit `json:"skills,omitempty" jsonschema:"Saved skills that match: from skills.<name> import <function>."`
 	// Note says why the tools are what they are when the search matched
 	// none: the nearest by spelling, or none at all, and where to look.
 	Note string `json:"note,omitempty"`
@@ -81,11 +84,12 @@ func (s *Server) addDiscoveryTools() {
 		Name:        "search_tools",
 		Title:       "Search upstream tools",
 		Description: "Find tools by what they do: the MCP servers' tools and codecell's own (from codecell import ...).",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in SearchToolsInput) (*mcp.CallToolResult, SearchToolsOutput, error) {
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in SearchToolsInput) (*mcp.CallToolResult, SearchToolsOutput, error) {
 		out, err := s.searchTools(in)
 		if err != nil {
 			return nil, SearchToolsOutput{}, err
 		}
+		out.Skills = s.searchSkills(ctx, namespaceOf(req), in.Query)
 		return textResult(renderSearch(out)), out, nil
 	})
 	addTool(s, "discovery", &mcp.Tool{
@@ -256,6 +260,9 @@ func renderSearch(out SearchToolsOutput) string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "(%d of %d)\n", len(out.Tools), out.Total)
+	for _, sk := range out.Skills {
+		fmt.Fprintf(&b, "saved skill %s: %s  (%s)\n", sk.Name, sk.Summary, sk.Import)
+	}
 	if out.Note != "" {
 		b.WriteString(out.Note + "\n")
 	}

@@ -86,6 +86,7 @@ func (e *execCalls) HandleCall(ctx context.Context, method string, params json.R
 		if err != nil {
 			return nil, &sandbox.CallError{Kind: "ValueError", Message: err.Error()}
 		}
+		out.Skills = e.s.searchSkills(ctx, e.ns, in.Query)
 		return out, nil
 	case channel.MethodGetToolDefinition:
 		var in GetToolDefinitionInput

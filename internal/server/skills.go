@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codecell/codecell/internal/catalog"
 	"github.com/codecell/codecell/internal/sandbox"
 	"github.com/codecell/codecell/internal/skills"
 )
@@ -58,7 +60,7 @@ type LoadSkillOutput struct {
 
 // ListSkillsInput is the input of list_skills.
 type ListSkillsInput struct {
-	Query string `json:"query,omitempty" jsonschema:"Words that the name, description or tags must all contain (case-insensitive); omitted lists every skill."`
+	Query string `json:"query,omitempty" jsonschema:"What the skill does, in words; best match first; omitted lists every skill."`
 }
 
 // ListSkillsOutput is the result of list_skills.
@@ -91,7 +93,7 @@ func (s *Server) addSkillTools() {
 	addTool(s, "skills", &mcp.Tool{
 		Name:        "list_skills",
 		Title:       "List saved skills",
-		Description: "The saved skills (latest versions) whose name, description or tags match the query.",
+		Description: "The saved skills (latest versions) that match the query, best first: by their name, description and tags, as search_tools ranks tools.",
 	}, s.listSkills)
 	addTool(s, "skills", &mcp.Tool{
 		Name:        "delete_skill",
@@ -182,9 +184,12 @@ func (o LoadSkillOutput) Text() string {
 
 // ListSkills is list_skills on m for namespace ns.
 func ListSkills(ctx context.Context, m *skills.Manager, ns string, in ListSkillsInput) (ListSkillsOutput, error) {
-	list, err := m.List(ctx, ns, in.Query)
+	list, err := m.List(ctx, ns, "")
 	if err != nil {
 		return ListSkillsOutput{}, err
+	}
+	if strings.TrimSpace(in.Query) != "" {
+		list = rankSkills(list, in.Query)
 	}
 	out := ListSkillsOutput{Skills: make([]SkillInfo, len(list))}
 	for i, sk := range list {
@@ -300,4 +305,64 @@ func (s *Server) WarmRequest(ctx context.Context, ns string) sandbox.Request {
 		s.log.Warn("warm pool", "namespace", ns, "error", err)
 	}
 	return req
+}
+
+// rankSkills returns the skills that match query, best first: those the
+// tool search ranks (words stemmed, split and related, as search_tools finds
+// tools), then those whose name, description or tags contain every word of
+// the query (what list_skills matched before, so "pars" still finds
+// parse_rows).
+func rankSkills(all []skills.Skill, query string) []skills.Skill {
+	tools := make([]catalog.Tool, len(all))
+	byName := make(map[string]skills.Skill, len(all))
+	for i, sk := range all {
+		tools[i] = catalog.Tool{Server: "skills", Name: sk.Name, Description: sk.Description + "\n" + strings.Join(sk.Tags, " ")}
+		byName[sk.Name] = sk
+	}
+	var out []skills.Skill
+	seen := map[string]bool{}
+	for _, h := range catalog.New(tools).Search(catalog.Query{Text: query, Limit: catalog.MaxLimit}).Hits {
+		out = append(out, byName[h.Tool.Name])
+		seen[h.Tool.Name] = true
+	}
+	words := strings.Fields(strings.ToLower(query))
+	for _, sk := range all {
+		text := strings.ToLower(sk.Name + "\n" + sk.Description + "\n" + strings.Join(sk.Tags, "\n"))
+		if !seen[sk.Name] && !slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(text, w) }) {
+			out = append(out, sk)
+		}
+	}
+	return out
+}
+
+// SkillHit is a saved skill in search_tools' results.
+type SkillHit struct {
+	Name    string `json:"name"`
+	Summary string `json:"summary,omitempty"`
+	Import  string `json:"import" jsonschema:"How code imports it."`
+}
+
+// maxSkillHits is how many skills search_tools shows beside the tools.
+const maxSkillHits = 3
+
+// searchSkills is the namespace's saved skills that match query, for
+// search_tools; none for an empty query (list_skills lists them) or when
+// skills are off.
+func (s *Server) searchSkills(ctx context.Context, ns, query string) []SkillHit {
+	if s.skills == nil || strings.TrimSpace(query) == "" {
+		return nil
+	}
+	all, err := s.skills.List(ctx, ns, "")
+	if err != nil {
+		s.log.Warn("search skills", "namespace", ns, "error", err)
+		return nil
+	}
+	var out []SkillHit
+	for _, sk := range rankSkills(all, query) {
+		if len(out) == maxSkillHits {
+			break
+		}
+		out = append(out, SkillHit{Name: sk.Name, Summary: firstSentence(sk.Description, 200), Import: importOf(sk.Name)})
+	}
+	return out
 }

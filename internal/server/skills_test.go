@@ -186,3 +186,46 @@ func TestCompileRequestIsWarmRequest(t *testing.T) {
 		t.Errorf("a sandbox without an answer: %v", err)
 	}
 }
+
+// TestSkillsFoundByMeaning: a saved skill is found by what it does, in
+// words its name and description do not share letter for letter: by
+// list_skills' query, and by search_tools beside the tools (the lean list
+// has no list_skills).
+func TestSkillsFoundByMeaning(t *testing.T) {
+	s, _, _ := newSkillsServer(t)
+	ctx := context.Background()
+	for _, d := range []SaveSkillInput{
+		{Name: "invoice_totals", Code: "def total(rows):\n    return sum(r['amount'] for r in rows)\n", Description: "Adds up the amounts of invoice rows.", Tags: []string{"billing"}},
+		{Name: "slugify", Code: "def slug(s):\n    return s.lower()\n", Description: "Turns a title into a URL slug."},
+	} {
+		if _, _, err := s.saveSkill(ctx, nil, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// "invoices" is no substring of "invoice_totals" or its description:
+	// list_skills used to want every word as a substring.
+	list, err := ListSkills(ctx, s.skills, DefaultNamespace, ListSkillsInput{Query: "totals of invoices"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Skills) == 0 || list.Skills[0].Name != "invoice_totals" {
+		t.Errorf("list_skills %q: %+v", "totals of invoices", list.Skills)
+	}
+	if list, _ := ListSkills(ctx, s.skills, DefaultNamespace, ListSkillsInput{Query: "slugif"}); len(list.Skills) != 1 || list.Skills[0].Name != "slugify" {
+		t.Errorf("a substring still finds its skill: %+v", list.Skills)
+	}
+	out, err := s.searchTools(SearchToolsInput{Query: "sum the invoices"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Skills = s.searchSkills(ctx, DefaultNamespace, "sum the invoices")
+	if len(out.Skills) == 0 || out.Skills[0].Name != "invoice_totals" || out.Skills[0].Import != "from skills.invoice_totals import ..." {
+		t.Errorf("search_tools' skills: %+v", out.Skills)
+	}
+	if !strings.Contains(renderSearch(out), "saved skill invoice_totals") {
+		t.Errorf("the text says nothing of the skill:\n%s", renderSearch(out))
+	}
+	if got := s.searchSkills(ctx, "another", "sum the invoices"); len(got) != 0 {
+		t.Errorf("another namespace's search finds %+v", got)
+	}
+}
