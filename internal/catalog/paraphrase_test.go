@@ -106,6 +106,8 @@ func intersect(a, b []string) []string {
 
 func TestNearest(t *testing.T) {
 	c := New(loadTools(t, "upstream_tools.json"))
+	// Typos within an edit or two of the tools' words are searched as
+	// those words.
 	for _, tt := range []struct {
 		query, want string
 	}{
@@ -113,6 +115,23 @@ func TestNearest(t *testing.T) {
 		{"gzipp compresion", "everything.gzip_file_as_resource"},
 		{"observasions", "memory.add_observations"},
 		{"direktory tre", "filesystem.directory_tree"},
+	} {
+		r := c.Search(Query{Text: tt.query, Limit: 3})
+		var got []string
+		for _, h := range r.Hits {
+			got = append(got, h.Tool.QualifiedName())
+		}
+		if !slices.Contains(got, tt.want) {
+			t.Errorf("Search(%q) = %v, want %s among them", tt.query, got, tt.want)
+		}
+	}
+	// Words further off match nothing; Nearest still finds the tools by
+	// their letters.
+	for _, tt := range []struct {
+		query, want string
+	}{
+		{"srch fls", "filesystem.search_files"},
+		{"gzp cmprssn", "everything.gzip_file_as_resource"},
 	} {
 		if r := c.Search(Query{Text: tt.query}); r.Total != 0 {
 			t.Errorf("%q matches %d tools; the test wants a query that matches none", tt.query, r.Total)

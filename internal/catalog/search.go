@@ -152,6 +152,14 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 					synonym = append(synonym, id)
 				}
 			}
+			if len(alts) == 0 {
+				// A word no tool uses and nothing relates to: a typo of one
+				// that tools use ("serch memroy")?
+				for _, id := range c.misspelt(t) {
+					alts = append(alts, []weighted{{id, typoWeight}})
+					synonym = append(synonym, id)
+				}
+			}
 		} else {
 			if seen[r.whole] {
 				continue
@@ -623,4 +631,70 @@ func shellCommand(text string) (string, []string) {
 		return "", nil
 	}
 	return cmd[0], terms(desc)
+}
+
+// typoWeight is what a term within a typo of the query's word counts for.
+const typoWeight = 0.8
+
+// misspelt returns the terms of the catalog nearest to t by edit distance
+// (transpositions count once), within one edit for words of up to five
+// letters and two for longer ones; none for words under four letters,
+// where a typo and another word cannot be told apart.
+func (c *Catalog) misspelt(t string) []int32 {
+	if len(t) < 4 {
+		return nil
+	}
+	limit := 1
+	if len(t) > 5 {
+		limit = 2
+	}
+	var best []int32
+	bestD := limit + 1
+	for term, id := range c.index.ids {
+		if d := editDistance(t, term, limit); d < bestD {
+			best, bestD = []int32{id}, d
+		} else if d == bestD {
+			best = append(best, id)
+		}
+	}
+	if len(best) > 3 {
+		return nil // too many readings to guess one
+	}
+	slices.Sort(best)
+	return best
+}
+
+// editDistance is the optimal string alignment distance between a and b
+// (insertions, deletions, substitutions and transpositions of adjacent
+// letters), or limit+1 when it is more than limit.
+func editDistance(a, b string, limit int) int {
+	if d := len(a) - len(b); d > limit || -d > limit {
+		return limit + 1
+	}
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin > limit {
+			return limit + 1
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return min(prev[len(b)], limit+1)
 }
