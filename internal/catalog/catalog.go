@@ -25,6 +25,9 @@ type Catalog struct {
 	serverID  map[string]int32  // server name -> index into servers
 	modules   map[string]string // server name -> Python module, for servers with and without tools
 	index     index
+	// destroyTerms are the verbs of the destructive tools' names: a query
+	// holding one asks to destroy.
+	destroyTerms map[int32]bool
 
 	// scratch holds *scratch values sized for docs: working memory of
 	// searches, the only state that changes after New, and safe to share
@@ -85,6 +88,15 @@ func New(tools []Tool, more ...string) *Catalog {
 		c.docServer[i] = c.docs[i].server
 	}
 	c.index = buildIndex(c.docs, len(c.servers))
+	c.destroyTerms = map[int32]bool{}
+	for i := range c.docs {
+		// The first word of its name: what the tool does to its object
+		// (delete_observations deletes; "observations" asks for no
+		// deletion).
+		if d := &c.docs[i]; d.tool.Destructive && len(d.nameTerms) > 0 {
+			c.destroyTerms[d.nameTerms[0]] = true
+		}
+	}
 	return c
 }
 

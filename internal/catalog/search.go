@@ -234,6 +234,10 @@ func (c *Catalog) rank(text string, server int32, top int) ([]scored, int) {
 	if len(cs) == 0 {
 		return nil, 0
 	}
+	// Whether it asks to destroy, by what it does not say not to do:
+	// "don't forget" still asks for memory, but for no deletion.
+	_, kept, keptSyn := c.concepts(dropNegated(text))
+	destroys := c.asksToDestroy(kept, keptSyn)
 	sc, _ := c.scratch.Get().(*scratch)
 	if sc == nil {
 		n := len(c.docs)
@@ -309,6 +313,11 @@ func (c *Catalog) rank(text string, server int32, top int) ([]scored, int) {
 		}
 		if d.tool.Builtin {
 			s *= builtinFactor
+		}
+		if d.tool.Destructive && !destroys {
+			// After every tool that destroys nothing: a request to store
+			// a fact is no request to delete one, however near the words.
+			s *= destructiveFactor
 		}
 		sel.add(scored{i, s})
 		sc.score[i], sc.matched[i] = 0, 0
@@ -697,4 +706,42 @@ func editDistance(a, b string, limit int) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return min(prev[len(b)], limit+1)
+}
+
+// destructiveFactor puts a destructive tool after the others for a request
+// that destroys nothing: scores differ by far less than this.
+const destructiveFactor = 1e-6
+
+// asksToDestroy reports whether the query's terms (as typed, or through
+// synonyms and related words: "forget" asks to delete) name what a
+// destructive tool of the catalog does: a word of its name.
+func (c *Catalog) asksToDestroy(direct, synonym []int32) bool {
+	for _, ids := range [][]int32{direct, synonym} {
+		for _, id := range ids {
+			if c.destroyTerms[id] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// negators turn the word after them into its opposite: "don't forget" asks
+// to keep, not to delete.
+var negators = map[string]bool{"don't": true, "dont": true, "do not": true, "never": true, "not": true, "without": true}
+
+// dropNegated leaves out each word a negator stands before, with the
+// negator: what the request says not to do it does not ask for.
+func dropNegated(text string) string {
+	fields := strings.Fields(text)
+	out := fields[:0:0]
+	for i := 0; i < len(fields); i++ {
+		w := strings.ToLower(strings.Trim(fields[i], ",.;:!?\"'"))
+		if negators[strings.ReplaceAll(w, "’", "'")] && i+1 < len(fields) {
+			i++
+			continue
+		}
+		out = append(out, fields[i])
+	}
+	return strings.Join(out, " ")
 }

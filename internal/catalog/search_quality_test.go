@@ -30,6 +30,11 @@ type evalTool struct {
 	Description  string          `json:"description"`
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema"`
+	// Annotations are the server's hints, as the npm servers declare them.
+	Annotations struct {
+		ReadOnlyHint    bool `json:"readOnlyHint"`
+		DestructiveHint bool `json:"destructiveHint"`
+	} `json:"annotations"`
 }
 
 type evalQuery struct {
@@ -54,7 +59,8 @@ func loadTools(t testing.TB, name string) []Tool {
 	tools := make([]Tool, len(ets))
 	for i, e := range ets {
 		tools[i] = Tool{Server: e.Server, Name: e.Name, Title: e.Title, Description: e.Description,
-			InputSchema: e.InputSchema, OutputSchema: e.OutputSchema}
+			InputSchema: e.InputSchema, OutputSchema: e.OutputSchema,
+			Destructive: e.Annotations.DestructiveHint && !e.Annotations.ReadOnlyHint}
 	}
 	return tools
 }

@@ -18,6 +18,10 @@ type Tool struct {
 	// upstream tool that matches a search as well: the user connected that
 	// server for a reason.
 	Builtin bool
+	// Destructive marks a tool its server annotates as one that may destroy
+	// (destructiveHint, and not readOnlyHint). It ranks after the tools
+	// that destroy nothing unless the request asks to destroy.
+	Destructive bool
 }
 
 // QualifiedName is the tool's name the way code imports it: "module.ident",

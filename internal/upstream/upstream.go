@@ -185,7 +185,7 @@ func (m *Manager) Tools() []catalog.Tool {
 		// A server that went away keeps its tools: the next call restarts it.
 		s.mu.Lock()
 		for _, t := range s.tools {
-			ct := catalog.Tool{Server: s.cfg.Name, Name: t.Name, Title: t.Title, Description: t.Description}
+			ct := catalog.Tool{Server: s.cfg.Name, Name: t.Name, Title: t.Title, Description: t.Description, Destructive: destructive(t)}
 			if t.InputSchema != nil {
 				ct.InputSchema, _ = json.Marshal(t.InputSchema)
 			}
@@ -794,4 +794,13 @@ var (
 // rule reports whether line is a Markdown thematic break (---, ***, ___).
 func rule(line string) bool {
 	return len(line) >= 3 && strings.Trim(line, "-*_ ") == ""
+}
+
+// destructive reports whether the server says t may destroy: destructiveHint
+// true and readOnlyHint false. A tool with no annotations is taken at no
+// word: the spec's default (destructive) would put every unannotated tool
+// after the annotated ones in a search.
+func destructive(t *mcp.Tool) bool {
+	a := t.Annotations
+	return a != nil && !a.ReadOnlyHint && a.DestructiveHint != nil && *a.DestructiveHint
 }
