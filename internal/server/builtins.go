@@ -176,10 +176,12 @@ func (s *Server) builtinCatalog() []catalog.Tool {
 		if err != nil {
 			continue
 		}
+		a := b.tool.Annotations
 		out = append(out, catalog.Tool{
 			Server: config.ReservedServer, Name: b.tool.Name, Title: b.tool.Title,
 			Description: b.tool.Description + " " + builtinUse(b.tool.Name),
 			InputSchema: schema, Builtin: true,
+			Destructive: a != nil && !a.ReadOnlyHint && a.DestructiveHint != nil && *a.DestructiveHint,
 		})
 	}
 	return out
@@ -211,4 +213,12 @@ func (e *execCalls) callBuiltin(ctx context.Context, params json.RawMessage) (an
 		return nil, &sandbox.CallError{Kind: "PermissionError", Message: fmt.Sprintf("policy denies calling codecell.%s", p.Tool)}
 	}
 	return b.call(ctx, e.ns, p.Arguments)
+}
+
+// destroys is the annotation of a tool that destroys what it is given (a
+// file, a skill, a session's state): hosts may ask a person first, and
+// search ranks it after the tools that destroy nothing.
+func destroys() *mcp.ToolAnnotations {
+	yes := true
+	return &mcp.ToolAnnotations{DestructiveHint: &yes}
 }

@@ -231,7 +231,11 @@ func TestSearchNeverSilentlyEmpty(t *testing.T) {
 		structured(t, res, &out)
 		return out, res.Content[0].(*mcp.TextContent).Text
 	}
-	out, text := search("wrkspaces fiels")
+	// A typo or two within a word is searched as the word.
+	if out, _ := search("raed a workspce fille"); len(out.Tools) == 0 || out.Tools[0].Name != "codecell.read_workspace_file" || out.Note != "" {
+		t.Errorf("near typos: %+v", out)
+	}
+	out, text := search("wspace fle")
 	if len(out.Tools) == 0 || !strings.Contains(out.Tools[0].Name, "workspace") ||
 		!strings.Contains(out.Note, "nearest by spelling") || !strings.Contains(out.Note, "list_tool_categories") ||
 		!strings.Contains(text, out.Note) {

@@ -362,6 +362,7 @@ func (s *Server) addSessionTools() {
 	})
 	addTool(s, "exec", &mcp.Tool{
 		Name:        "close_session",
+		Annotations: destroys(),
 		Title:       "Close a session",
 		Description: "End a session of execute_code and discard its interpreter's state.",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in CloseSessionInput) (*mcp.CallToolResult, CloseSessionOutput, error) {

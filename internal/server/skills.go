@@ -97,6 +97,7 @@ func (s *Server) addSkillTools() {
 	}, s.listSkills)
 	addTool(s, "skills", &mcp.Tool{
 		Name:        "delete_skill",
+		Annotations: destroys(),
 		Title:       "Delete a skill",
 		Description: "Delete a saved skill: every version, and its module.",
 	}, s.deleteSkill)

@@ -118,6 +118,7 @@ func (s *Server) addWorkspaceTools() {
 	}, s.listWorkspaceFiles)
 	addTool(s, "workspace", &mcp.Tool{
 		Name:        "delete_workspace_file",
+		Annotations: destroys(),
 		Title:       "Delete a workspace file",
 		Description: "Delete a workspace file, link or directory.",
 	}, s.deleteWorkspaceFile)
