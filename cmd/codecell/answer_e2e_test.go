@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -68,6 +71,41 @@ func TestAnswerBudgetHoldsLargestAnswers(t *testing.T) {
 			}
 			if out.OutputFile == "" {
 				t.Errorf("nothing says where the whole output is: %.500s", raw)
+			}
+		})
+	}
+}
+
+// TestRunawayOutputKeepsItsEnd (issue #30): output far past the sandbox's
+// output limit keeps its end in the answer, and the workspace file of the
+// cut answer holds the whole stream. Before, both held only the first
+// MiB: the last line was gone, and the marker still said the whole output
+// was in the file.
+func TestRunawayOutputKeepsItsEnd(t *testing.T) {
+	requireProduction(t)
+	cfgPath, dataDir := testDirs(t, `{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 1, "timeout": "60s", "answerBudget": 20000},
+		"toolsets": ["exec"]}`)
+	cs := serveStdio(t, cfgPath, dataDir, nil)
+	defer cs.Close()
+	for _, tt := range []struct{ name, code, last, whole string }{
+		{"60,000 log lines", "for i in range(60_000):\n    print(f'log line {i:06d}: something happened here')\nprint('ANSWER=42')",
+			"ANSWER=42\n", "log line 031234: something happened here\n"},
+		{"one 5 MB line", "print('x' * 5_000_000); print('tail-marker')", "tail-marker\n", strings.Repeat("x", 5_000_000) + "\ntail-marker\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, out := call(t, cs, map[string]any{"code": tt.code, "timeout_seconds": 60})
+			if !strings.HasSuffix(out.Stdout, tt.last) {
+				t.Errorf("the answer's stdout ends %q, want its last line %q", out.Stdout[max(0, len(out.Stdout)-200):], tt.last)
+			}
+			if out.OutputFile == "" {
+				t.Fatalf("the answer was not cut: %d bytes of stdout", len(out.Stdout))
+			}
+			saved, err := os.ReadFile(filepath.Join(dataDir, "workspaces", "default", out.OutputFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(saved), tt.whole) || !strings.Contains(string(saved), tt.last) || strings.Contains(string(saved), "output truncated") {
+				t.Errorf("the saved output (%d bytes) does not hold the whole stream", len(saved))
 			}
 		})
 	}

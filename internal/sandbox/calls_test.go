@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,6 +91,14 @@ func TestCallsToHost(t *testing.T) {
 			r, h := run("from codecell import _rpc\nfor i in range(10):\n    _rpc.call('s', 't', {})", 4)
 			if r.OK || r.Error.Type != ErrToolCallLimit || h.calls.Load() != 4 {
 				t.Fatalf("limit: %+v, %d calls answered", r.Error, h.calls.Load())
+			}
+			// A call whose arguments are over the channel's frame bound
+			// fails alone, as an exception the code catches, and the
+			// channel goes on (issue #30: it ended the execution with
+			// "the code broke the sandbox channel").
+			r, _ = run("from codecell import _rpc\ntry:\n    _rpc.call('s', 't', {'x': 'a' * (9 << 20)})\nexcept ValueError as e:\n    caught = str(e)\nresult = [caught, _rpc.call('s', 't', {'after': 1})]", 0)
+			if got, _ := r.Result.([]any); !r.OK || len(got) != 2 || !strings.Contains(fmt.Sprint(got[0]), "over the limit") || toJSON(got[1]) != `{"after":1}` {
+				t.Fatalf("a call over the frame bound: %+v %.300v", r.Error, r.Result)
 			}
 			// Without a handler the code gets a clear error, not a hang.
 			r = m.Exec(context.Background(), Request{Workspace: ws, Code: "from codecell import _rpc\n_rpc.call('s', 't', {})", Timeout: slack})

@@ -48,10 +48,18 @@ func TestCutsLeaveNoPartOfAValue(t *testing.T) {
 	const limit = 1000
 	for _, cut := range []func(string, int) int{nil, noDetector} {
 		eachStraddle(t, limit, func(text, v string, k int) {
-			c := newCapture(limit, cut)
+			// A stream keeps its head and its tail, limit/2 each: the head's
+			// cut and the tail's are each across the value.
+			c := newCapture(2*limit, cut)
 			c.add([]byte(text))
 			if got := c.text(); partOf(got, v) || !strings.Contains(got, "output truncated") {
-				t.Errorf("stream cut %d into %q keeps %q", k, v, got[max(0, len(got)-120):])
+				t.Errorf("stream's head cut %d into %q keeps %q", k, v, got[max(0, len(got)-120):])
+			}
+			tailed := strings.Repeat("y ", 20000) + v + strings.Repeat(" x", limit)[:limit-(len(v)-k)]
+			c = newCapture(2*limit, cut)
+			c.add([]byte(tailed))
+			if got := c.text(); partOf(got, v) || !strings.Contains(got, "output truncated") {
+				t.Errorf("stream's tail cut %d into %q keeps %q", k, v, got[:min(len(got), 120)])
 			}
 			if got := capResult(text, limit, cut).(string); partOf(got, v) || !strings.Contains(got, "result cut") {
 				t.Errorf("result cut %d into %q keeps %q", k, v, got[max(0, len(got)-120):])

@@ -127,6 +127,7 @@ os._exit(0)
 func TestCaptureCut(t *testing.T) {
 	value := "dave.trunc@example.org"
 	out := strings.Repeat("x", 90) + " " + value + " and more"
+	end := strings.Repeat(" z", 200) // the tail kept, past the cut
 	var saw string
 	cut := func(text string, limit int) int {
 		saw = text
@@ -135,20 +136,20 @@ func TestCaptureCut(t *testing.T) {
 		}
 		return limit
 	}
-	c := newCapture(100, cut)
+	c := newCapture(200, cut)
 	c.add([]byte(out[:50]))
-	c.add([]byte(out[50:]))
+	c.add([]byte(out[50:] + end))
 	got := c.text()
-	if saw != out {
+	if saw != out+end {
 		t.Fatalf("Cut saw %q, want the whole output", saw)
 	}
-	if strings.Contains(got, "dave") || !strings.HasSuffix(got, fmt.Sprintf("[codecell: output truncated, %d more bytes dropped]", len(out)-91)) {
+	if strings.Contains(got, "dave") || !strings.HasPrefix(got, out[:91]+fmt.Sprintf("\n[codecell: output truncated, %d more bytes dropped here", len(out+end)-91-100)) || !strings.HasSuffix(got, end[300:]) {
 		t.Errorf("text() = %q", got)
 	}
 	// Without Cut, no detector finds the address, but the cut still
 	// leaves no part of it (package textcut).
-	c = newCapture(100, nil)
-	c.add([]byte(out))
+	c = newCapture(200, nil)
+	c.add([]byte(out + end))
 	if got := c.text(); !strings.HasPrefix(got, out[:91]+"\n[codecell: output truncated") {
 		t.Errorf("without Cut: %q", got)
 	}

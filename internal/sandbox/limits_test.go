@@ -105,9 +105,9 @@ func waitGone(t *testing.T, s string) {
 	}
 }
 
-var truncNote = regexp.MustCompile(`\n\[codecell: output truncated, (\d+) more bytes dropped\]$`)
+var truncNote = regexp.MustCompile(`\n\[codecell: output truncated, (\d+) more bytes dropped here; the stream's end follows\]\n`)
 
-// droppedBytes returns how many bytes the truncation note at the end of s
+// droppedBytes returns how many bytes the truncation note in s
 // says were dropped, or -1 when there is no note.
 func droppedBytes(s string) int {
 	m := truncNote.FindStringSubmatch(s)
@@ -217,7 +217,7 @@ func TestLimits(t *testing.T) {
 					t.Fatalf("stdout is %d bytes, limit 64KiB", len(r.Stdout))
 				}
 				if !r.Truncated.Stdout || droppedBytes(r.Stdout) <= 0 {
-					t.Fatalf("truncated=%+v, stdout does not end with a note of the dropped bytes: %q", r.Truncated, tail(r.Stdout))
+					t.Fatalf("truncated=%+v, stdout has no note of the dropped bytes: %q", r.Truncated, tail(r.Stdout))
 				}
 			},
 		},
@@ -226,19 +226,23 @@ func TestLimits(t *testing.T) {
 			levels:  all,
 			limits:  Limits{Output: 64 * kib},
 			timeout: slack,
-			code:    "print('x' * 100 * 1024)",
+			code:    "print('x' * 100 * 1024); print('the end')",
 			check: func(t *testing.T, r *Result, run limitRun) {
 				if !r.OK || !r.Truncated.Stdout || r.Truncated.Stderr {
 					t.Fatalf("ok=%v truncated=%+v error=%+v, want ok with stdout truncated", r.OK, r.Truncated, r.Error)
 				}
-				// One run of value characters crosses the limit: the cut
-				// drops textcut.Bound of it before the limit, as it would a
-				// value there.
-				if want := 100*kib + 1 - (64*kib - textcut.Bound); droppedBytes(r.Stdout) != want {
-					t.Fatalf("stdout ends %q, want a note of %d dropped bytes", tail(r.Stdout), want)
+				// The stream keeps its head and its tail, 32 KiB each. One
+				// run of value characters crosses each cut: the cut drops
+				// textcut.Bound of it, as it would a value there.
+				parts := truncNote.Split(r.Stdout, -1)
+				if len(parts) != 2 || parts[0] != strings.Repeat("x", 32*kib-textcut.Bound) {
+					t.Fatalf("kept a head of %d bytes, want the first 32KiB less textcut.Bound", len(parts[0]))
 				}
-				if kept := truncNote.ReplaceAllString(r.Stdout, ""); kept != strings.Repeat("x", 64*kib-textcut.Bound) {
-					t.Fatalf("kept %d bytes of stdout, want the first 64KiB less textcut.Bound", len(kept))
+				if !strings.HasSuffix(parts[1], "x\nthe end\n") || len(parts[1]) > 32*kib {
+					t.Fatalf("the tail is %d bytes and ends %q, want the stream's last line", len(parts[1]), tail(parts[1]))
+				}
+				if want := 100*kib + 1 + len("the end\n") - len(parts[0]) - len(parts[1]); droppedBytes(r.Stdout) != want {
+					t.Fatalf("the note says %d bytes dropped, want %d", droppedBytes(r.Stdout), want)
 				}
 			},
 		},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/codecell/codecell/internal/textcut"
 )
@@ -131,16 +132,18 @@ func failure(typ, format string, args ...any) *ExecError {
 	return &ExecError{Type: typ, Message: fmt.Sprintf(format, args...)}
 }
 
-// capture keeps the first limit bytes of a stream and counts the rest. It
-// keeps margin more, to see what crosses the limit: the run of value
-// characters a cut there would split (package textcut), and, with cut, the
-// values a detector finds.
+// capture keeps a stream's head and its tail, limit bytes together, and
+// counts what it drops between them: runaway output keeps its last lines,
+// where a program says how it ended. It keeps margin more on each side of
+// the cut, to see what crosses it: the run of value characters a cut there
+// would split (package textcut), and, with cut, the values a detector finds.
 type capture struct {
-	limit   int64
-	margin  int64
-	cut     func(string, int) int
-	buf     []byte
-	dropped int64
+	limit  int64
+	margin int64
+	cut    func(string, int) int
+	head   []byte // the first limit/2 + margin bytes
+	tail   []byte // the last limit - limit/2 + margin bytes after head, at most
+	total  int64  // bytes added
 }
 
 // newCapture is a stream's capture under the output limit.
@@ -148,38 +151,76 @@ func newCapture(limit int64, cut func(string, int) int) capture {
 	return capture{limit: limit, margin: CutMargin, cut: cut}
 }
 
+func (c *capture) headLimit() int64 { return c.limit / 2 }
+func (c *capture) tailLimit() int64 { return c.limit - c.limit/2 }
+
 func (c *capture) add(p []byte) {
-	room := c.limit + c.margin - int64(len(c.buf))
-	if room >= int64(len(p)) {
-		c.buf = append(c.buf, p...)
+	c.total += int64(len(p))
+	if room := c.headLimit() + c.margin - int64(len(c.head)); room > 0 {
+		n := min(room, int64(len(p)))
+		c.head = append(c.head, p[:n]...)
+		p = p[n:]
+	}
+	if len(p) == 0 {
 		return
 	}
-	if room > 0 {
-		c.buf = append(c.buf, p[:room]...)
-		p = p[room:]
+	keep := int(c.tailLimit() + c.margin)
+	if len(p) >= keep {
+		c.tail = append(c.tail[:0], p[len(p)-keep:]...)
+		return
 	}
-	c.dropped += int64(len(p))
+	// The tail grows to twice what it keeps before it drops its front, so
+	// that a stream of small writes costs a copy per keep bytes.
+	if len(c.tail)+len(p) > 2*keep {
+		c.tail = append(c.tail[:0], c.tail[len(c.tail)+len(p)-keep:]...)
+	}
+	c.tail = append(c.tail, p...)
 }
 
 // truncated reports whether the stream was cut at the limit.
 func (c *capture) truncated() bool {
-	return c.dropped > 0 || int64(len(c.buf)) > c.limit
+	return c.total > c.limit
 }
 
 // text is the kept output as valid UTF-8 (what is not is replaced, including
-// a character cut at the limit), with a note of what was dropped.
+// a character cut at the limit): the whole stream when it is within the
+// limit, else its head and tail with the cut marked in between.
 func (c *capture) text() string {
-	s := strings.ToValidUTF8(string(c.buf), "\uFFFD")
-	dropped := c.dropped
-	if int64(len(c.buf)) > c.limit {
-		keep := textcut.Cut(s, int(c.limit), c.cut)
-		dropped += int64(len(s) - keep)
-		s = s[:keep]
+	if !c.truncated() {
+		return strings.ToValidUTF8(string(c.head)+string(c.tail), "\uFFFD")
 	}
-	if dropped == 0 {
-		return s
+	var head, tail string
+	var h, t int
+	if c.total == int64(len(c.head)+len(c.tail)) {
+		// Nothing was dropped yet: the tail is the end of the whole, which
+		// may be in what head kept past its limit.
+		head = strings.ToValidUTF8(string(c.head)+string(c.tail), "\uFFFD")
+		tail = head
+		h = textcut.Cut(head, int(c.headLimit()), c.cut)
+		t = max(h, textcut.Resume(tail, runeAt(tail, len(tail)-int(c.tailLimit())), c.cut))
+	} else {
+		head = strings.ToValidUTF8(string(c.head), "\uFFFD")
+		h = textcut.Cut(head, int(min(c.headLimit(), int64(len(head)))), c.cut)
+		// The tail's first bytes may be the rest of a character whose
+		// start was dropped.
+		raw := c.tail
+		for i := 0; i < 3 && len(raw) > 0 && !utf8.RuneStart(raw[0]); i++ {
+			raw = raw[1:]
+		}
+		tail = strings.ToValidUTF8(string(raw), "\uFFFD")
+		t = textcut.Resume(tail, runeAt(tail, len(tail)-int(c.tailLimit())), c.cut)
 	}
-	return s + fmt.Sprintf("\n[codecell: output truncated, %d more bytes dropped]", dropped)
+	dropped := c.total - int64(h) - int64(len(tail)-t)
+	return head[:h] + fmt.Sprintf("\n[codecell: output truncated, %d more bytes dropped here; the stream's end follows]\n", max(dropped, 0)) + tail[t:]
+}
+
+// runeAt is i, at least 0, moved forward to the start of a character.
+func runeAt(text string, i int) int {
+	i = max(i, 0)
+	for i < len(text) && !utf8.RuneStart(text[i]) {
+		i++
+	}
+	return i
 }
 
 // Image is an image the code showed.

@@ -188,7 +188,17 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 		}
 	}()
 	onOutput, stopProgress := s.startProgress(ctx, j.Req, j.Namespace)
-	sreq.OnOutput = onOutput
+	// The whole output, past the sandbox's output limit, for the
+	// workspace file of a cut answer (boundAnswer).
+	spill := newOutputSpill(s.cfg.Sandbox.Output+sandbox.CutMargin, SavedOutputLimit)
+	defer spill.Close()
+	sreq.OnOutput = spill.add
+	if onOutput != nil {
+		sreq.OnOutput = func(stream string, data []byte) {
+			spill.add(stream, data)
+			onOutput(stream, data)
+		}
+	}
 	res, started, elsewhere, err := s.execute(execCtx, j, sreq)
 	close(stopWatch)
 	stopExec(nil)
@@ -210,7 +220,7 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	quotaOutcome(&out, rep, run, vol, lost)
 	out.SessionID, out.SessionStarted, out.SessionElsewhere = j.SessionID, started, elsewhere
 	out.calls, out.savings.ToolResultBytes = calls.record()
-	whole := wholeOutput{Stdout: out.Stdout, Stderr: out.Stderr, Result: out.Result, Error: out.Error, Files: rep.Files, Deleted: rep.Deleted}
+	whole := wholeOutput{Stdout: out.Stdout, Stderr: out.Stderr, Result: out.Result, Error: out.Error, Files: rep.Files, Deleted: rep.Deleted, Spill: spill}
 	listFiles(&out, rep)
 	// The uncut answer's count, which has at least the digits of the
 	// final one, so that the budget reckons with them.

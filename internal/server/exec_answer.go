@@ -6,11 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"mime"
+	"os"
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -32,6 +35,13 @@ import (
 // the budget keeps that to what a model can use. Images are outside it:
 // the runner bounds their number and size.
 
+// SavedOutputLimit is the most bytes of an execution's output, both
+// streams together, that the workspace file of a cut answer keeps
+// (docs/tools.md, README "Limits"): far above the answer, which the model
+// reads, and the sandbox's output limit (sandbox.output), which bounds
+// what the host holds in memory. Past it the file says what was dropped.
+const SavedOutputLimit = 64 << 20
+
 // outputDir is the workspace directory of the whole outputs of cut
 // answers; keptOutputs is how many of them it keeps, newest first.
 const (
@@ -51,6 +61,130 @@ type wholeOutput struct {
 	Error          *sandbox.ExecError
 	Files          []workspace.File
 	Deleted        []string
+	// Spill holds the streams as the code wrote them, past the sandbox's
+	// output limit, which Stdout and Stderr were cut to; nil when none.
+	Spill *outputSpill
+}
+
+// outputSpill keeps an execution's output streams as the code wrote them,
+// up to SavedOutputLimit bytes together: in memory up to memory bytes,
+// then in a temporary file. Its add is a sandbox.Request.OnOutput; it is
+// safe for concurrent use.
+type outputSpill struct {
+	mu      sync.Mutex
+	memory  int64
+	limit   int64
+	streams map[string]*spilled
+	total   int64 // bytes kept, both streams
+}
+
+// spilled is one stream's spill.
+type spilled struct {
+	buf     []byte
+	f       *os.File
+	size    int64 // bytes kept
+	dropped int64 // bytes past the limit
+}
+
+func newOutputSpill(memory, limit int64) *outputSpill {
+	return &outputSpill{memory: memory, limit: limit, streams: map[string]*spilled{}}
+}
+
+// add keeps p, written to stream.
+func (o *outputSpill) add(stream string, p []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.streams[stream]
+	if s == nil {
+		s = &spilled{}
+		o.streams[stream] = s
+	}
+	room := max(o.limit-o.total, 0)
+	if int64(len(p)) > room {
+		s.dropped += int64(len(p)) - room
+		p = p[:room]
+	}
+	if len(p) == 0 {
+		return
+	}
+	o.total += int64(len(p))
+	s.size += int64(len(p))
+	if s.f == nil && int64(len(s.buf)+len(p)) > o.memory {
+		f, err := os.CreateTemp("", "codecell-output-*")
+		if err == nil {
+			os.Remove(f.Name()) // gone with its last descriptor
+			if _, err = f.Write(s.buf); err == nil {
+				s.f, s.buf = f, nil
+			} else {
+				f.Close()
+			}
+		}
+		if s.f == nil {
+			// No temporary file: what the sandbox kept is all there is.
+			s.dropped += int64(len(p))
+			s.size -= int64(len(p))
+			o.total -= int64(len(p))
+			return
+		}
+	}
+	if s.f != nil {
+		if _, err := s.f.Write(p); err != nil {
+			s.dropped += int64(len(p))
+		}
+		return
+	}
+	s.buf = append(s.buf, p...)
+}
+
+// text is what was kept of stream, and how many bytes past the limit were
+// dropped; ok is false when the spill kept nothing of it.
+func (o *outputSpill) text(stream string) (text string, dropped int64, ok bool) {
+	if o == nil {
+		return "", 0, false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.streams[stream]
+	if s == nil {
+		return "", 0, false
+	}
+	if s.f == nil {
+		return string(s.buf), s.dropped, true
+	}
+	b := make([]byte, s.size)
+	if _, err := s.f.ReadAt(b, 0); err != nil && err != io.EOF {
+		return "", 0, false
+	}
+	return string(b), s.dropped, true
+}
+
+// dropped is how many bytes of output past the limit the spill dropped.
+func (o *outputSpill) dropped() int64 {
+	if o == nil {
+		return 0
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var n int64
+	for _, s := range o.streams {
+		n += s.dropped
+	}
+	return n
+}
+
+// Close removes the spill's temporary files.
+func (o *outputSpill) Close() {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, s := range o.streams {
+		if s.f != nil {
+			s.f.Close()
+		}
+		s.f, s.buf = nil, nil
+	}
 }
 
 // answerPart is one part of the answer that the budget may cut: its text
@@ -88,6 +222,9 @@ func (s *Server) boundAnswer(ctx context.Context, ns string, out *ExecuteCodeOut
 	}
 	file, err := s.saveWholeOutput(ctx, ns, whole)
 	where := "the whole output is in the workspace file " + file
+	if n := whole.Spill.dropped(); n > 0 {
+		where = fmt.Sprintf("the output's first %d MiB is in the workspace file %s; the %d bytes past that were dropped", SavedOutputLimit>>20, file, n)
+	}
 	var link *mcp.ResourceLink
 	if err != nil {
 		s.log.Warn("save the whole output", "namespace", ns, "error", err)
@@ -386,8 +523,19 @@ func (s *Server) saveWholeOutput(ctx context.Context, ns string, whole wholeOutp
 			b.WriteString("\n")
 		}
 	}
-	section("stdout", whole.Stdout)
-	section("stderr", whole.Stderr)
+	stream := func(name, cut string) {
+		text, dropped, ok := whole.Spill.text(name)
+		if !ok {
+			section(name, cut)
+			return
+		}
+		section(name, text)
+		if dropped > 0 {
+			fmt.Fprintf(&b, "[codecell: %d more bytes of %s dropped here, past the %d MiB this file keeps]\n", dropped, name, SavedOutputLimit>>20)
+		}
+	}
+	stream("stdout", whole.Stdout)
+	stream("stderr", whole.Stderr)
 	if whole.Result != nil {
 		r, _ := resultText(whole.Result)
 		section("result", r)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -54,10 +55,14 @@ func (l *lockedWriter) Close() error { return nil }
 func screen(in io.Reader, pw *io.PipeWriter, out io.Writer) {
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
-		line, err := readLine(r)
+		line, end, err := readLine(r)
 		if len(bytes.TrimSpace(line)) > 0 {
 			if code, problem := checkMessage(line); problem != "" {
-				reply := map[string]any{"jsonrpc": "2.0", "id": messageID(line),
+				id := messageID(line)
+				if id == nil && end != nil {
+					id = endID(end)
+				}
+				reply := map[string]any{"jsonrpc": "2.0", "id": id,
 					"error": map[string]any{"code": code, "message": "invalid message: " + problem}}
 				b, _ := json.Marshal(reply)
 				out.Write(append(b, '\n'))
@@ -75,19 +80,53 @@ func screen(in io.Reader, pw *io.PipeWriter, out io.Writer) {
 var errLineTooLong = errors.New("line too long")
 
 // readLine reads one line without its newline; a line over maxLine is
-// read to its end and returned as its first maxLine+1 bytes.
-func readLine(r *bufio.Reader) ([]byte, error) {
-	var line []byte
+// read to its end and returned as its first maxLine+1 bytes, and end is
+// its last tailKept bytes (nil for a line within maxLine): clients put a
+// request's id after its params ({...request, jsonrpc, id} in the
+// TypeScript SDK), and the error for a line too long must carry it.
+func readLine(r *bufio.Reader) (line, end []byte, err error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(line) <= maxLine {
 			line = append(line, chunk[:min(len(chunk), maxLine+1-len(line))]...)
 		}
+		if len(line) > maxLine {
+			end = append(end, chunk...)
+			if len(end) > 2*tailKept {
+				end = append(end[:0], end[len(end)-tailKept:]...)
+			}
+		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
-		return bytes.TrimSuffix(line, []byte("\n")), err
+		end = bytes.TrimSuffix(end, []byte("\n"))
+		return bytes.TrimSuffix(line, []byte("\n")), end[max(0, len(end)-tailKept):], err
 	}
+}
+
+// tailKept is how much of the end of a line too long readLine keeps, for
+// the id there.
+const tailKept = 4 << 10
+
+// trailingID matches an "id" that is the last member of the line's object.
+// A member of a nested object is followed by more than one closing brace,
+// so this is the top-level id, unless the line is not JSON (then the error
+// is for a message that could not be read anyway).
+var trailingID = regexp.MustCompile(`"id"\s*:\s*(-?[0-9][0-9.eE+-]*|"(?:[^"\\]|\\.)*")\s*}\s*$`)
+
+// endID is the id at the end of a line too long to read whole, or nil.
+func endID(end []byte) any {
+	m := trailingID.FindSubmatch(end)
+	if m == nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(m[1]))
+	dec.UseNumber()
+	t, err := dec.Token()
+	if err != nil {
+		return nil
+	}
+	return t
 }
 
 // JSON-RPC error codes.

@@ -53,6 +53,10 @@ func TestStdioBadMessages(t *testing.T) {
 		{"too deep", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"execute_code","arguments":{"code":"1","context":{"x":` + deep + `}}},"id":"deep-1"}`, "deep-1", -32600, "nests deeper than 512"},
 		{"not JSON", `{"jsonrpc":"2.0","id":7,`, float64(7), -32700, "not valid JSON"},
 		{"not JSON at all", `hello`, nil, -32700, "not valid JSON"},
+		// The TypeScript SDK puts the id after the params (issue #30: the
+		// error said "id": null, and the client waited for its timeout).
+		{"too long, id last", `{"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"` + strings.Repeat("a", maxLine) + `"}},"jsonrpc":"2.0","id":12}`, float64(12), -32600, "longer than"},
+		{"too long, string id last", `{"method":"ping","params":{"x":"` + strings.Repeat("a", maxLine) + `","y":{"id":3}},"id":"r-7"}`, "r-7", -32600, "longer than"},
 		{"too long", `{"jsonrpc":"2.0","id":8,"method":"ping","params":{"x":"` + strings.Repeat("a", maxLine) + `"}}`, float64(8), -32600, "longer than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -93,7 +93,10 @@ class Channel:
         return struct.pack(">I", len(data)) + data
 
     def send(self, msg):
-        buf = self.encode(msg)
+        self.send_frame(self.encode(msg))
+
+    def send_frame(self, buf):
+        """Writes a frame that encode made."""
         with self.lock:
             view = memoryview(buf)
             while view:

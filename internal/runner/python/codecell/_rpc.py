@@ -134,6 +134,11 @@ def start_reader(on_frame):
             _start_reader_locked()
 
 
+# MAX_CALL_FRAME is the largest frame the host reads (channel.DefaultMaxFrame
+# in internal/channel, 8 MiB); a call's frame past it fails the call.
+MAX_CALL_FRAME = 8 << 20
+
+
 def _send(method, params, waiter, direct_ok=False):
     """Sends a call. It returns True when the caller is to read the
     channel itself until its answer is in (see request); otherwise the
@@ -156,7 +161,15 @@ def _send(method, params, waiter, direct_ok=False):
         elif _reader is None and not _direct:
             _start_reader_locked()
     try:
-        _chan.send({"type": "call", "id": call_id, "method": method, "params": params})
+        frame = _chan.encode({"type": "call", "id": call_id, "method": method, "params": params})
+        if len(frame) - 4 > MAX_CALL_FRAME:
+            # The host ends an execution whose frame is over its bound, as
+            # a broken channel: this call alone fails, where the code can
+            # catch it.
+            raise ValueError(
+                "codecell: this call's arguments are %d bytes of JSON, over the limit of %d "
+                "bytes per call; pass a workspace file's path instead" % (len(frame) - 4, MAX_CALL_FRAME))
+        _chan.send_frame(frame)
     except BaseException:
         with _lock:
             _pending.pop(call_id, None)
