@@ -19,11 +19,11 @@ const maxCode = 1 << 20
 
 // ExecuteCodeInput is the input of execute_code.
 type ExecuteCodeInput struct {
-	Code           string         `json:"code" jsonschema:"Python; returns the value of result or of the last expression."`
+	Code           string         `json:"code" jsonschema:"Python; returns result or the last expression."`
 	SessionID      string         `json:"session_id,omitempty" jsonschema:"Keep globals between calls with this id."`
 	Context        map[string]any `json:"context,omitempty" jsonschema:"JSON values bound as globals."`
-	TimeoutSeconds float64        `json:"timeout_seconds,omitempty" jsonschema:"Time limit."`
-	Language       string         `json:"language,omitempty" jsonschema:"Only python."`
+	TimeoutSeconds float64        `json:"timeout_seconds,omitempty"` // the instructions say the default and the most
+	Language       string         `json:"language,omitempty"`        // only "python"
 }
 
 // ExecuteCodeOutput is the structured result of execute_code (docs/tools.md).
@@ -107,7 +107,7 @@ func (s *Server) addExecTools() {
 	addTool(s, "exec", &mcp.Tool{
 		Name:        "execute_code",
 		Title:       "Run Python in a sandbox",
-		Description: "Run Python in an isolated sandbox; returns stdout, stderr, result and error.",
+		Description: "Run Python in a sandbox.",
 	}, s.executeCode)
 	s.addSessionTools()
 	s.addCodeFileTools()
