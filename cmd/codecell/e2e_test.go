@@ -582,6 +582,30 @@ func TestServeToolsets(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("tools %v, want %v", names, want)
 	}
+	// Naming toolsets adds to the lean pair (issue #30): the README's
+	// `serve --toolsets workspace,skills` keeps execute_code and search_tools.
+	for _, tc := range []struct {
+		flag string
+		want []string
+	}{
+		{"workspace", []string{"delete_workspace_file", "execute_code", "list_workspace_files", "read_workspace_file", "search_tools", "write_workspace_file"}},
+		{"workspace,-default", []string{"delete_workspace_file", "list_workspace_files", "read_workspace_file", "write_workspace_file"}},
+	} {
+		cs := serveStdio(t, cfgPath, dataDir, nil, "--toolsets", tc.flag)
+		res, err := cs.ListTools(context.Background(), nil)
+		cs.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("--toolsets %s: tools %v, want %v", tc.flag, names, tc.want)
+		}
+	}
 	out, code := runCLI(t, "serve", "--config", cfgPath, "--data-dir", dataDir, "--toolsets", "exec,nope")
 	if code == 0 || !strings.Contains(out, `--toolsets: unknown toolset "nope"`) {
 		t.Errorf("serve --toolsets exec,nope: exit %d:\n%s", code, out)
