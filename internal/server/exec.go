@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codecell/codecell/internal/sandbox"
@@ -19,11 +20,13 @@ const maxCode = 1 << 20
 
 // ExecuteCodeInput is the input of execute_code.
 type ExecuteCodeInput struct {
-	Code           string         `json:"code" jsonschema:"Python; returns result or the last expression."`
-	SessionID      string         `json:"session_id,omitempty" jsonschema:"Keep globals between calls with this id."`
-	Context        map[string]any `json:"context,omitempty" jsonschema:"JSON values bound as globals."`
-	TimeoutSeconds float64        `json:"timeout_seconds,omitempty"` // the instructions say the default and the most
-	Language       string         `json:"language,omitempty"`        // only "python"
+	Code      string         `json:"code" jsonschema:"Python; returns result or the last expression."`
+	SessionID string         `json:"session_id,omitempty" jsonschema:"Calls with one id share globals."`
+	Context   map[string]any `json:"context,omitempty" jsonschema:"Globals to bind."`
+	// TimeoutSeconds's description, the default and the most, is the
+	// config's (addExecTools).
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	Language       string  `json:"language,omitempty" jsonschema:"python"`
 }
 
 // ExecuteCodeOutput is the structured result of execute_code (docs/tools.md).
@@ -104,11 +107,14 @@ type ContextSavings struct {
 }
 
 func (s *Server) addExecTools() {
-	addTool(s, "exec", &mcp.Tool{
+	t := &mcp.Tool{
 		Name:        "execute_code",
 		Title:       "Run Python in a sandbox",
 		Description: "Run Python in a sandbox.",
-	}, s.executeCode)
+	}
+	addTool(s, "exec", t, s.executeCode)
+	t.InputSchema.(*jsonschema.Schema).Properties["timeout_seconds"].Description = fmt.Sprintf("Default %g, max %g.",
+		s.cfg.Sandbox.Timeout.Seconds(), s.cfg.Sandbox.MaxTimeout.Seconds())
 	s.addSessionTools()
 	s.addCodeFileTools()
 }

@@ -171,7 +171,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codecell", Title: "codecell", Version: version},
-		&mcp.ServerOptions{Instructions: Instructions(opts.Config, opts.Packages), Logger: SDKLogger(log), SetCacheable: setCacheHints})
+		&mcp.ServerOptions{Instructions: Instructions(opts.Packages), Logger: SDKLogger(log), SetCacheable: setCacheHints})
 	s.addResources()
 	for _, b := range s.builtins {
 		if b.listed(opts.Config.Toolsets) {
