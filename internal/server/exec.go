@@ -23,10 +23,11 @@ type ExecuteCodeInput struct {
 	Code      string         `json:"code" jsonschema:"Python; returns result or the last expression."`
 	SessionID string         `json:"session_id,omitempty" jsonschema:"Calls with one id share globals."`
 	Context   map[string]any `json:"context,omitempty" jsonschema:"Globals to bind."`
-	// TimeoutSeconds's description, the default and the most, is the
-	// config's (addExecTools).
-	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
-	Language       string  `json:"language,omitempty" jsonschema:"python"`
+	// TimeoutSeconds is a pointer so that 0, which is out of range, is
+	// told apart from absent. Its description, the default and the most,
+	// is the config's (addExecTools).
+	TimeoutSeconds *float64 `json:"timeout_seconds,omitempty"`
+	Language       string   `json:"language,omitempty" jsonschema:"python"`
 }
 
 // ExecuteCodeOutput is the structured result of execute_code (docs/tools.md).
@@ -291,12 +292,12 @@ func (s *Server) checkExecInput(in ExecuteCodeInput) (time.Duration, error) {
 	}
 	sb := s.cfg.Sandbox
 	timeout := sb.Timeout
-	if in.TimeoutSeconds != 0 {
-		max := sb.MaxTimeout.Seconds()
-		if math.IsNaN(in.TimeoutSeconds) || in.TimeoutSeconds < 1 || in.TimeoutSeconds > max {
-			return 0, fieldError("timeout_seconds", "%v is out of range; it must be from 1 to %v", in.TimeoutSeconds, max)
+	if in.TimeoutSeconds != nil {
+		t, max := *in.TimeoutSeconds, sb.MaxTimeout.Seconds()
+		if math.IsNaN(t) || t < 1 || t > max {
+			return 0, fieldError("timeout_seconds", "%v is out of range; it must be from 1 to %v (leave it out for the default, %v)", t, max, sb.Timeout.Seconds())
 		}
-		timeout = time.Duration(in.TimeoutSeconds * float64(time.Second))
+		timeout = time.Duration(t * float64(time.Second))
 	}
 	return timeout, nil
 }
