@@ -521,6 +521,11 @@ func TestDoctorAndExec(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "ModuleNotFoundError: No module named 'no_such_module_xyz'\nhint: to install it, call install_dependencies") {
 		t.Fatalf("exec of a missing module exit %d:\n%s", code, out)
 	}
+	// exec --session cannot outlive its process, and says so (issue #30).
+	out, code = runCLI(t, "exec", "--session", "s1", "--config", cfgPath, "--data-dir", dataDir, "-c", "x = 1")
+	if code != 0 || !strings.Contains(out, "--session s1 ends with this command") {
+		t.Fatalf("exec --session exit %d, without a warning:\n%s", code, out)
+	}
 	out, code = runCLI(t, "exec", "--json", "--config", cfgPath, "--data-dir", dataDir, "-c", "21*2")
 	var res server.ExecuteCodeOutput
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Result != float64(42) {
