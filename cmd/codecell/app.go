@@ -215,7 +215,8 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		log.Warn("clear session records", "error", err)
 	}
 	cancel()
-	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, Skills: skillsMgr, GenDir: genDir, DataDir: dataDir, Volumes: vols, Version: version, Logger: log, Gate: gate, Replica: replica})
+	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, Skills: skillsMgr, GenDir: genDir, DataDir: dataDir, Volumes: vols, Version: version, Logger: log, Gate: gate, Replica: replica,
+		Packages: sandbox.Importable(ctx, sb.Python, sandbox.NotablePackages)})
 	if err != nil {
 		return nil, err
 	}

@@ -521,6 +521,11 @@ func TestDoctorAndExec(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "ModuleNotFoundError: No module named 'no_such_module_xyz'\nhint: to install it, call install_dependencies") {
 		t.Fatalf("exec of a missing module exit %d:\n%s", code, out)
 	}
+	// exec --session cannot outlive its process, and says so (issue #30).
+	out, code = runCLI(t, "exec", "--session", "s1", "--config", cfgPath, "--data-dir", dataDir, "-c", "x = 1")
+	if code != 0 || !strings.Contains(out, "--session s1 ends with this command") {
+		t.Fatalf("exec --session exit %d, without a warning:\n%s", code, out)
+	}
 	out, code = runCLI(t, "exec", "--json", "--config", cfgPath, "--data-dir", dataDir, "-c", "21*2")
 	var res server.ExecuteCodeOutput
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Result != float64(42) {
@@ -581,6 +586,30 @@ func TestServeToolsets(t *testing.T) {
 		"initialize_code_file", "list_sessions", "list_tool_categories", "read_code_file", "search_tools"}
 	if !slices.Equal(names, want) {
 		t.Errorf("tools %v, want %v", names, want)
+	}
+	// Naming toolsets adds to the lean pair (issue #30): the README's
+	// `serve --toolsets workspace,skills` keeps execute_code and search_tools.
+	for _, tc := range []struct {
+		flag string
+		want []string
+	}{
+		{"workspace", []string{"delete_workspace_file", "execute_code", "list_workspace_files", "read_workspace_file", "search_tools", "write_workspace_file"}},
+		{"workspace,-default", []string{"delete_workspace_file", "list_workspace_files", "read_workspace_file", "write_workspace_file"}},
+	} {
+		cs := serveStdio(t, cfgPath, dataDir, nil, "--toolsets", tc.flag)
+		res, err := cs.ListTools(context.Background(), nil)
+		cs.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("--toolsets %s: tools %v, want %v", tc.flag, names, tc.want)
+		}
 	}
 	out, code := runCLI(t, "serve", "--config", cfgPath, "--data-dir", dataDir, "--toolsets", "exec,nope")
 	if code == 0 || !strings.Contains(out, `--toolsets: unknown toolset "nope"`) {

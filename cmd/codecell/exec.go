@@ -51,6 +51,9 @@ func runExec(ctx context.Context, g *globals, args []string) error {
 	in := map[string]any{"code": src}
 	if *session != "" {
 		in["session_id"] = *session
+		// The interpreter is this process's: a second exec --session with
+		// the same id starts a new one, which a user would not guess.
+		fmt.Fprintf(g.stderr, "codecell: --session %s ends with this command: a later exec does not see its names (sessions last across calls only under serve)\n", *session)
 	}
 	if *timeout > 0 {
 		in["timeout_seconds"] = timeout.Seconds()

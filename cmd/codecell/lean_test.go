@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,7 +34,10 @@ func listed(t *testing.T, toolsets []string) ([]*mcp.Tool, string) {
 	if toolsets != nil {
 		cfg.Toolsets = toolsets
 	}
-	s, err := server.New(server.Options{Config: cfg, Executor: noExecutor{}, DataDir: t.TempDir()})
+	s, err := server.New(server.Options{Config: cfg, Executor: noExecutor{}, DataDir: t.TempDir(),
+		// Every notable package, as a host with them all lists them: the
+		// longest instructions, and the same on every host.
+		Packages: sandbox.NotablePackages})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +83,16 @@ func TestLeanDefaultToolList(t *testing.T) {
 	t.Logf("default tool list: %d tokens, %d bytes:\n%s", n, len(text), text)
 	if n > maxLeanTokens {
 		t.Errorf("the default tool list is %d tokens, want at most %d", n, maxLeanTokens)
+	}
+	// What a model cannot guess and would learn by failing (issue #30).
+	for _, want := range []string{"No network", "/workspace persists", "numpy"} {
+		if !strings.Contains(instructions, want) {
+			t.Errorf("the instructions do not say %q:\n%s", want, instructions)
+		}
+	}
+	// The time limits, from the config, where the model sets one.
+	if want := `"timeout_seconds":{"description":"Default 30, max 120."`; !strings.Contains(text, want) {
+		t.Errorf("the tool list does not hold %s", want)
 	}
 
 	all, instructions := listed(t, []string{"default", "exec", "discovery", "workspace", "skills", "env", "privacy", "analysis", "stats"})

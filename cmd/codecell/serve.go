@@ -20,7 +20,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	addr := fs.String("http", "", "serve Streamable HTTP at ADDR (e.g. 127.0.0.1:8080) instead of stdio")
 	insecure := fs.Bool("insecure-no-auth", false, "allow a non-loopback --http address without http.tokens")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to FILE (for performance work)")
-	toolsets := fs.String("toolsets", "", "comma-separated toolsets to list, or all (overrides the config's toolsets)")
+	toolsets := fs.String("toolsets", "", "comma-separated toolsets to list besides the lean pair (execute_code, search_tools), all, or -default among them to leave the pair out (overrides the config's toolsets)")
 	fs.StringVar(&g.replica, "replica", "", "this replica's name among several sharing store.url, in metrics and session records (default: the host name with store.url, else none)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -676,10 +676,15 @@ func TestToolsets(t *testing.T) {
 		err  string
 	}{
 		{"all", []string{"all"}, AllToolsets, ""},
-		{"ordered and deduplicated", []string{"stats", "exec", "stats"}, []string{"exec", "stats"}, ""},
+		{"ordered and deduplicated", []string{"stats", "exec", "stats"}, []string{"default", "exec", "stats"}, ""},
 		{"all with others", []string{"privacy", "all"}, AllToolsets, ""},
 		{"flag spacing", []string{" exec", "discovery ", ""}, []string{"exec", "discovery"}, ""},
 		{"lean first", []string{"workspace", "default"}, []string{"default", "workspace"}, ""},
+		// Naming toolsets adds to the lean pair (issue #30), unless told not to.
+		{"adds to the lean pair", []string{"workspace", "skills"}, []string{"default", "workspace", "skills"}, ""},
+		{"lean pair left out", []string{"workspace", "-default"}, []string{"workspace"}, ""},
+		{"lean pair left out, default named too", []string{"default", "analysis", "-default"}, []string{"analysis"}, ""},
+		{"only the exclusion", []string{"-default"}, nil, "no toolsets"},
 		{"unknown", []string{"exec", "shell"}, nil, `unknown toolset "shell"`},
 		{"case matters", []string{"Exec"}, nil, `unknown toolset "Exec"`},
 		{"empty", []string{""}, nil, "no toolsets"},
@@ -707,8 +712,18 @@ func TestToolsets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []string{"exec", "analysis"}; !slices.Equal(c.Toolsets, want) {
+		if want := []string{"default", "exec", "analysis"}; !slices.Equal(c.Toolsets, want) {
 			t.Errorf("Toolsets = %q, want %q", c.Toolsets, want)
+		}
+		c, err = Parse("t.json", []byte(`{"toolsets": ["analysis", "-default"]}`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"analysis"}; !slices.Equal(c.Toolsets, want) {
+			t.Errorf("Toolsets = %q, want %q", c.Toolsets, want)
+		}
+		if _, err := Parse("t.json", []byte(`{"toolsets": ["-default"]}`), nil); err == nil || !strings.Contains(err.Error(), "lists no toolsets") {
+			t.Errorf(`toolsets ["-default"]: %v, want "lists no toolsets"`, err)
 		}
 	})
 }

@@ -717,9 +717,10 @@ func (d *decoder) toolsets(v *value, path string, c *Config) {
 	if !ok {
 		return
 	}
-	if len(want) == 0 {
+	out := orderToolsets(want)
+	if len(out) == 0 {
 		d.fail(path, `lists no toolsets, so no tools would be served (use ["all"] for every toolset)`)
 		return
 	}
-	c.Toolsets = orderToolsets(want)
+	c.Toolsets = out
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,24 @@ type Proxy struct {
 	Dial func(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
 	// Log gets one line per request, admitted or refused; nil is silent.
 	Log *slog.Logger
+
+	mu       sync.Mutex // guards refusals
+	refusals []string
+}
+
+// maxRefusals bounds what Refusals keeps: a client that retries in a loop
+// does not grow it.
+const maxRefusals = 8
+
+// Refusals returns why the proxy refused requests so far, each reason
+// once, in order, at most maxRefusals. A client such as pip shows only
+// the status ("Tunnel connection failed: 403 Forbidden"); whoever ran it
+// adds these to its error, so that the cause (a name that did not
+// resolve, a host not admitted) reaches the user and not only the log.
+func (p *Proxy) Refusals() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.refusals...)
 }
 
 // ErrRefused wraps every refusal.
@@ -230,6 +249,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, conn net.Conn) {
 
 func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, status int, err error) {
 	p.logf("refused", r, r.Host, err)
+	p.mu.Lock()
+	if reason := err.Error(); len(p.refusals) < maxRefusals && !slices.Contains(p.refusals, reason) {
+		p.refusals = append(p.refusals, reason)
+	}
+	p.mu.Unlock()
 	http.Error(w, err.Error(), status)
 }
 

@@ -154,3 +154,28 @@ func TestProxyTunnels(t *testing.T) {
 		t.Errorf("body %q, dialled %v", body, *dialled)
 	}
 }
+
+// TestProxyRefusals: the proxy keeps why it refused, once per reason and
+// boundedly, for whoever ran the client to show (issue #30: pip showed
+// only "403 Forbidden", the unresolved name was in the log alone).
+func TestProxyRefusals(t *testing.T) {
+	p := &Proxy{Hosts: []string{"pypi.org:443"},
+		Resolve: func(context.Context, string) ([]netip.Addr, error) { return nil, errors.New("no such host") }}
+	for range 3 { // a retrying client: one reason kept
+		rec := httptest.NewRecorder()
+		p.ServeHTTP(rec, httptest.NewRequest(http.MethodConnect, "pypi.org:443", nil))
+		if rec.Code != http.StatusForbidden {
+			t.Fatalf("CONNECT pypi.org:443: %d, want 403", rec.Code)
+		}
+	}
+	for i := range 2 * maxRefusals {
+		p.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodConnect, fmt.Sprintf("other%d.example:443", i), nil))
+	}
+	got := p.Refusals()
+	if len(got) != maxRefusals {
+		t.Fatalf("%d refusals kept, want %d: %q", len(got), maxRefusals, got)
+	}
+	if !strings.Contains(got[0], "resolve pypi.org: no such host") {
+		t.Errorf("first refusal %q, want the resolver's reason", got[0])
+	}
+}

@@ -491,6 +491,10 @@ func (m *Manager) Install(ctx context.Context, ns string, packages []string, ind
 			out[i].Error = "the installer timed out"
 		case res.ExitCode != 0:
 			out[i].Error = fmt.Sprintf("the installer failed (exit status %d)", res.ExitCode)
+			if len(res.Refused) > 0 {
+				// The installer says only "403 Forbidden"; the proxy knows why.
+				out[i].Error += ": " + strings.Join(res.Refused, "; ")
+			}
 			out[i].Output = lastLines(res.Output, 8)
 		default:
 			out[i].OK = true

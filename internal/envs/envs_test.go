@@ -16,11 +16,18 @@ import (
 	"github.com/codecell/codecell/internal/store"
 )
 
-// fakeRunner records commands instead of running them.
-type fakeRunner struct{ ran []sandbox.Command }
+// fakeRunner records commands instead of running them; each answers
+// result, or success when it is nil.
+type fakeRunner struct {
+	ran    []sandbox.Command
+	result *sandbox.CommandResult
+}
 
 func (f *fakeRunner) Run(_ context.Context, c sandbox.Command) (*sandbox.CommandResult, error) {
 	f.ran = append(f.ran, c)
+	if f.result != nil {
+		return f.result, nil
+	}
 	return &sandbox.CommandResult{}, nil
 }
 func (f *fakeRunner) PrepareDir(string) error { return nil }
@@ -88,6 +95,28 @@ func TestInstallRefusals(t *testing.T) {
 	}
 	if _, err := m.Configure(context.Background(), "ns", Venv, "relative/dir", ""); err == nil || !strings.Contains(err.Error(), "not absolute") {
 		t.Errorf("relative path: %v", err)
+	}
+}
+
+// TestInstallSaysWhyTheProxyRefused: pip says only "Tunnel connection
+// failed: 403 Forbidden"; the error names the egress proxy's reason
+// (issue #30), which was only in the server's log.
+func TestInstallSaysWhyTheProxyRefused(t *testing.T) {
+	const reason = "refused by codecell's egress proxy: resolve pypi.org: lookup pypi.org: no such host"
+	run := &fakeRunner{result: &sandbox.CommandResult{ExitCode: 1,
+		Output:  "ERROR: Could not find a version (from versions: none)\nTunnel connection failed: 403 Forbidden",
+		Refused: []string{reason}}}
+	m := New(Options{DataDir: t.TempDir(), SystemPython: "/usr/bin/python3", Runner: run})
+	own := filepath.Join(m.dir("ns"), Venv)
+	if err := m.save(context.Background(), "ns", Config{Type: Venv, Path: own, Python: own + "/bin/python", Managed: true}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Install(context.Background(), "ns", []string{"numpy"}, "")
+	if err != nil || len(out) != 1 || out[0].OK {
+		t.Fatalf("outcomes %+v, err %v", out, err)
+	}
+	if !strings.Contains(out[0].Error, reason) {
+		t.Errorf("error %q does not give the proxy's reason %q", out[0].Error, reason)
 	}
 }
 

@@ -89,6 +89,9 @@ type CommandResult struct {
 	ExitCode int    // -1 when it was killed
 	Output   string // stdout and stderr, the last 64 KiB
 	TimedOut bool
+	// Refused says why the egress proxy refused what the command asked of
+	// it (egress.Proxy.Refusals), which the command's own output may not.
+	Refused []string
 }
 
 const commandOutput = 64 << 10
@@ -105,8 +108,10 @@ func (m *Manager) Run(ctx context.Context, c Command) (*CommandResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	var egressSock string
+	var proxy *egress.Proxy
 	if len(c.Egress) > 0 {
-		sock, stop, err := m.startEgress(ctx, c.Egress)
+		sock, p, stop, err := m.startEgress(ctx, c.Egress)
+		proxy = p
 		if err != nil {
 			return nil, err
 		}
@@ -193,6 +198,9 @@ func (m *Manager) Run(ctx context.Context, c Command) (*CommandResult, error) {
 		return nil, fmt.Errorf("wait for sandbox command: %w", err)
 	}
 	res := &CommandResult{Output: out.String(), ExitCode: cmd.ProcessState.ExitCode(), TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded)}
+	if proxy != nil {
+		res.Refused = proxy.Refusals()
+	}
 	return res, nil
 }
 
@@ -226,35 +234,35 @@ func (t *tailBuffer) String() string {
 
 // startEgress serves an egress proxy for hosts on a Unix socket in a
 // directory of its own, which the sandbox's user can reach, until stop.
-func (m *Manager) startEgress(ctx context.Context, hosts []string) (sock string, stop func(), err error) {
+func (m *Manager) startEgress(ctx context.Context, hosts []string) (sock string, p *egress.Proxy, stop func(), err error) {
 	dir, err := os.MkdirTemp("", "codecell-egress-")
 	if err != nil {
-		return "", nil, fmt.Errorf("egress proxy: %w", err)
+		return "", nil, nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	// Searchable by the sandbox's user (nobody when run as root), not listable.
 	if err := os.Chmod(dir, 0o711); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("egress proxy: %w", err)
+		return "", nil, nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	sock = filepath.Join(dir, "egress.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("egress proxy: %w", err)
+		return "", nil, nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	if err := os.Chmod(sock, 0o666); err != nil {
 		ln.Close()
 		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("egress proxy: %w", err)
+		return "", nil, nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	p := &egress.Proxy{Hosts: hosts, Log: m.log}
+	p = &egress.Proxy{Hosts: hosts, Log: m.log}
 	go func() {
 		defer close(done)
 		p.Serve(ctx, ln)
 	}()
-	return sock, func() {
+	return sock, p, func() {
 		cancel()
 		<-done
 		os.RemoveAll(dir)

@@ -53,7 +53,7 @@ type CodeFileOutput struct {
 type ExecuteCodeFileInput struct {
 	Path           string   `json:"path" jsonschema:"The code file's path in the workspace."`
 	SessionID      string   `json:"session_id,omitempty" jsonschema:"As execute_code's session_id."`
-	TimeoutSeconds float64  `json:"timeout_seconds,omitempty" jsonschema:"As execute_code's timeout_seconds."`
+	TimeoutSeconds *float64 `json:"timeout_seconds,omitempty" jsonschema:"As execute_code's timeout_seconds."`
 	Args           []string `json:"args,omitempty" jsonschema:"Command-line arguments: sys.argv[1:]."`
 }
 

@@ -96,6 +96,9 @@ func TestCodeFileRefusals(t *testing.T) {
 		{"execute_code_file", map[string]any{"path": "missing.py"}, "no such file"},
 		{"execute_code_file", map[string]any{"path": "empty.py"}, "holds no code"},
 		{"execute_code_file", map[string]any{"path": "a.py", "timeout_seconds": 0.5}, "invalid argument timeout_seconds"},
+		// 0 is out of range, not "the default" (issue #30): README says 1 to maxTimeout.
+		{"execute_code_file", map[string]any{"path": "a.py", "timeout_seconds": 0}, "invalid argument timeout_seconds: 0 is out of range"},
+		{"execute_code", map[string]any{"code": "1", "timeout_seconds": 0}, "invalid argument timeout_seconds: 0 is out of range"},
 		{"execute_code_file", map[string]any{"path": "a.py", "args": make([]string, maxArgs+1)}, "invalid argument args"},
 		{"execute_code_file", map[string]any{"path": "a.py", "args": []string{strings.Repeat("x", maxArgBytes+1)}}, "invalid argument args"},
 		{"execute_code_file", map[string]any{"path": "a.py", "args": []string{"a\x00b"}}, "NUL"},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codecell/codecell/internal/sandbox"
@@ -19,11 +20,14 @@ const maxCode = 1 << 20
 
 // ExecuteCodeInput is the input of execute_code.
 type ExecuteCodeInput struct {
-	Code           string         `json:"code" jsonschema:"Python; returns the value of result or of the last expression."`
-	SessionID      string         `json:"session_id,omitempty" jsonschema:"Keep globals between calls with this id."`
-	Context        map[string]any `json:"context,omitempty" jsonschema:"JSON values bound as globals."`
-	TimeoutSeconds float64        `json:"timeout_seconds,omitempty" jsonschema:"Time limit."`
-	Language       string         `json:"language,omitempty" jsonschema:"Only python."`
+	Code      string         `json:"code" jsonschema:"Python; returns result or the last expression."`
+	SessionID string         `json:"session_id,omitempty" jsonschema:"Calls with one id share globals."`
+	Context   map[string]any `json:"context,omitempty" jsonschema:"Globals to bind."`
+	// TimeoutSeconds is a pointer so that 0, which is out of range, is
+	// told apart from absent. Its description, the default and the most,
+	// is the config's (addExecTools).
+	TimeoutSeconds *float64 `json:"timeout_seconds,omitempty"`
+	Language       string   `json:"language,omitempty" jsonschema:"python"`
 }
 
 // ExecuteCodeOutput is the structured result of execute_code (docs/tools.md).
@@ -104,11 +108,14 @@ type ContextSavings struct {
 }
 
 func (s *Server) addExecTools() {
-	addTool(s, "exec", &mcp.Tool{
+	t := &mcp.Tool{
 		Name:        "execute_code",
 		Title:       "Run Python in a sandbox",
-		Description: "Run Python in an isolated sandbox; returns stdout, stderr, result and error.",
-	}, s.executeCode)
+		Description: "Run Python in a sandbox.",
+	}
+	addTool(s, "exec", t, s.executeCode)
+	t.InputSchema.(*jsonschema.Schema).Properties["timeout_seconds"].Description = fmt.Sprintf("Default %g, max %g.",
+		s.cfg.Sandbox.Timeout.Seconds(), s.cfg.Sandbox.MaxTimeout.Seconds())
 	s.addSessionTools()
 	s.addCodeFileTools()
 }
@@ -295,12 +302,12 @@ func (s *Server) checkExecInput(in ExecuteCodeInput) (time.Duration, error) {
 	}
 	sb := s.cfg.Sandbox
 	timeout := sb.Timeout
-	if in.TimeoutSeconds != 0 {
-		max := sb.MaxTimeout.Seconds()
-		if math.IsNaN(in.TimeoutSeconds) || in.TimeoutSeconds < 1 || in.TimeoutSeconds > max {
-			return 0, fieldError("timeout_seconds", "%v is out of range; it must be from 1 to %v", in.TimeoutSeconds, max)
+	if in.TimeoutSeconds != nil {
+		t, max := *in.TimeoutSeconds, sb.MaxTimeout.Seconds()
+		if math.IsNaN(t) || t < 1 || t > max {
+			return 0, fieldError("timeout_seconds", "%v is out of range; it must be from 1 to %v (leave it out for the default, %v)", t, max, sb.Timeout.Seconds())
 		}
-		timeout = time.Duration(in.TimeoutSeconds * float64(time.Second))
+		timeout = time.Duration(t * float64(time.Second))
 	}
 	return timeout, nil
 }

@@ -74,6 +74,9 @@ type Options struct {
 	// Replica names this server among replicas behind one balancer: its
 	// metrics carry it as a label. "" leaves the label out.
 	Replica string
+	// Packages are the notable Python packages the sandbox's Python has
+	// (sandbox.Importable), named in the instructions; nil names none.
+	Packages []string
 }
 
 // Server holds codecell's MCP server and what its tools need. It is safe
@@ -168,7 +171,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codecell", Title: "codecell", Version: version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: SDKLogger(log), SetCacheable: setCacheHints})
+		&mcp.ServerOptions{Instructions: Instructions(opts.Packages), Logger: SDKLogger(log), SetCacheable: setCacheHints})
 	s.addResources()
 	for _, b := range s.builtins {
 		if b.listed(opts.Config.Toolsets) {

@@ -387,7 +387,29 @@ def error_of(exc, limits=None):
     elif top:
         message += ("; to install it, call install_dependencies with packages=[%r] (after configure_environment"
                     " with type venv; the package name may differ from the module name)" % top)
+    elif isinstance(exc, (ImportError, OSError)) and out_of_memory(message):
+        message += "; " + memory_hint(limits or {})
     return {"type": name, "message": message, "traceback": user_traceback(exc)}
+
+
+# What the loader and the C library say when the address space is full: an
+# extension module (numpy's) that cannot be mapped fails to import with a
+# long message that does not say memory is the cause.
+_NO_MEMORY = ("failed to map segment", "cannot allocate memory", "out of memory")
+
+
+def out_of_memory(message):
+    lower = message.lower()
+    return any(s in lower for s in _NO_MEMORY)
+
+
+def memory_hint(limits):
+    mem = limits.get("memory")
+    if mem:
+        return ("the sandbox's memory limit, sandbox.memory = %d MiB of address space, is likely full: free"
+                " memory (del large objects; a session keeps its globals: close_session), or raise it in"
+                " codecell's config" % (mem >> 20))
+    return "the host is out of memory"
 
 
 _MISSING = object()

@@ -217,6 +217,18 @@ class ErrorOfTest(unittest.TestCase):
                 self.assertTrue(e["message"].startswith("No module named %r; " % name), e["message"])
                 self.assertIn(hint, e["message"])
 
+    def test_memory_hints(self):
+        # Issue #30: a session near its limit failed `import numpy` with a
+        # long ImportError that did not say memory was the cause.
+        msg = ("Error importing numpy: you should not try to import numpy from its source directory ...\n"
+               "Original error was: libopenblas.so.0: failed to map segment from shared object")
+        for exc in (ImportError(msg), OSError("[Errno 12] Cannot allocate memory")):
+            with self.subTest(exc=exc):
+                e = r.error_of(exc, {"memory": 512 << 20})
+                self.assertTrue(e["message"].startswith(str(exc) + "; "), e["message"])
+                self.assertIn("sandbox.memory = 512 MiB", e["message"])
+        self.assertNotIn("sandbox.memory", r.error_of(ImportError("cannot import name x"), {"memory": 1 << 29})["message"])
+
     def test_import_error_without_a_name_has_no_hint(self):
         self.assertEqual(r.error_of(ImportError("cannot import name x"))["message"], "cannot import name x")
 
