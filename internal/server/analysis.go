@@ -32,6 +32,10 @@ type ExecuteAnalysisInput struct {
 type ExecuteAnalysisOutput struct {
 	Result any           `json:"result" jsonschema:"filter: the matching rows; aggregate: one row per group; transform: the new rows; validate: {valid, violations: [{row, field, rule, message}], violation_count}, rows counted from 0."`
 	Stats  AnalysisStats `json:"stats" jsonschema:"Rows read and rows produced."`
+	// RowsOmitted and OutputFile say where the rest is when the rows
+	// produced do not fit the answer budget.
+	RowsOmitted int    `json:"rows_omitted,omitempty" jsonschema:"Rows of the result left out of this answer, past the answer budget."`
+	OutputFile  string `json:"output_file,omitempty" jsonschema:"The workspace file (JSON Lines) that holds every row of the result."`
 }
 
 // AnalysisStats counts the rows of an analysis.
@@ -98,6 +102,13 @@ func (s *Server) executeAnalysis(ctx context.Context, req *mcp.CallToolRequest, 
 	// as tokens, like everything else codecell returns: the gate sees to
 	// it (gate.go).
 	text := renderAnalysis(in.AnalysisType, res)
+	if err := s.boundRows(namespaceOf(req), &out, len(text)); err != nil {
+		return nil, ExecuteAnalysisOutput{}, err
+	}
+	if out.RowsOmitted > 0 {
+		text += fmt.Sprintf("[%d of the %d rows are in this answer; all of them are in the workspace file %s]\n",
+			res.RowsOut-out.RowsOmitted, res.RowsOut, out.OutputFile)
+	}
 	s.log.Info("analysis", "namespace", namespaceOf(req), "analysis_type", in.AnalysisType,
 		"rows_in", res.RowsIn, "rows_out", res.RowsOut)
 	return textResult(text), out, nil
@@ -324,4 +335,42 @@ func analysisCell(v any) string {
 		s = string([]rune(s)[:analysisCellRunes-1]) + "…"
 	}
 	return s
+}
+
+// boundRows holds a result's rows to the answer budget, beside a text of
+// textLen bytes: when they do not fit, every row goes to a workspace file
+// (JSON Lines) and the answer keeps the first rows that fit, saying how many
+// it left out and where they are.
+func (s *Server) boundRows(ns string, out *ExecuteAnalysisOutput, textLen int) error {
+	budget := s.cfg.Sandbox.AnswerBudget
+	rows, ok := out.Result.([]map[string]any)
+	if budget <= 0 || !ok {
+		return nil
+	}
+	room := budget - textLen - 1024 // the rest of the answer and the note
+	var all bytes.Buffer
+	keep, size, full := 0, 0, false
+	for _, r := range rows {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		all.Write(b)
+		all.WriteByte('\n')
+		// The text rendering shows a few rows; the structured rows are
+		// the ones that count. The answer keeps a head of them.
+		if full = full || size+len(b)+1 > room; !full {
+			keep++
+			size += len(b) + 1
+		}
+	}
+	if keep == len(rows) {
+		return nil
+	}
+	file, err := s.saveOutputFile(ns, "jsonl", all.Bytes())
+	if err != nil {
+		return fmt.Errorf("save the rows past the answer budget: %w", err)
+	}
+	out.Result, out.RowsOmitted, out.OutputFile = rows[:keep], len(rows)-keep, file
+	return nil
 }

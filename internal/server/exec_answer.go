@@ -549,19 +549,26 @@ func (s *Server) saveWholeOutput(ctx context.Context, ns string, whole wholeOutp
 	}
 	section("files", files.String())
 	section("files deleted", strings.Join(whole.Deleted, "\n"))
+	return s.saveOutputFile(ns, "txt", []byte(b.String()))
+}
+
+// saveOutputFile writes data to a new file of the namespace's output
+// directory, named by the time and ext, and keeps the newest keptOutputs
+// files of that extension there. It returns the file's workspace path.
+func (s *Server) saveOutputFile(ns, ext string, data []byte) (string, error) {
 	var suffix [3]byte
 	rand.Read(suffix[:])
-	name := fmt.Sprintf("%s/%s-%s.txt", outputDir, time.Now().UTC().Format("20060102-150405.000"), hex.EncodeToString(suffix[:]))
+	name := fmt.Sprintf("%s/%s-%s.%s", outputDir, time.Now().UTC().Format("20060102-150405.000"), hex.EncodeToString(suffix[:]), ext)
 	ws, err := s.openWorkspace(ns)
 	if err != nil {
 		return "", err
 	}
 	defer ws.Close()
-	if _, err := ws.Write(name, []byte(b.String())); err != nil {
+	if _, err := ws.Write(name, data); err != nil {
 		return "", err
 	}
 	// The names sort by time: keep the newest.
-	if l, err := ws.List(outputDir, "*.txt", 0); err == nil {
+	if l, err := ws.List(outputDir, "*."+ext, 0); err == nil {
 		var names []string
 		for _, e := range l.Entries {
 			if !e.IsDir {

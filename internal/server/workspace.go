@@ -47,7 +47,7 @@ type WorkspaceEntry struct {
 type ReadWorkspaceFileInput struct {
 	Path   string `json:"path" jsonschema:"File path relative to the workspace."`
 	Offset int64  `json:"offset,omitempty" jsonschema:"Byte offset to start at; default 0."`
-	Limit  int64  `json:"limit,omitempty" jsonschema:"Bytes to read, at most 1048576; default 262144."`
+	Limit  int64  `json:"limit,omitempty" jsonschema:"Bytes to read, at most 1048576; default: a page that fits the answer budget."`
 }
 
 // ReadWorkspaceFileOutput is the result of read_workspace_file.
@@ -220,9 +220,20 @@ func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.CallToolRequest
 		return nil, ReadWorkspaceFileOutput{}, err
 	}
 	defer ws.Close()
-	c, err := ws.Read(p, in.Offset, in.Limit)
+	limit := in.Limit
+	if limit == 0 {
+		limit = s.readPage()
+	}
+	c, err := ws.Read(p, in.Offset, limit)
 	if err != nil {
 		return nil, ReadWorkspaceFileOutput{}, s.wsError(ctx, ns, "path", err)
+	}
+	if in.Limit == 0 && !c.Text && !isImage(c.MIMEType) {
+		// Base64 is a third longer than its bytes: the default page of a
+		// binary file is a third shorter, to fit the budget as well.
+		if n := limit * 3 / 4; int64(len(c.Data)) > n {
+			c.Data, c.More = c.Data[:n], true
+		}
 	}
 	if !(isImage(c.MIMEType) && c.Offset == 0 && !c.More) {
 		// A page must not end or start inside a value, or two reads would
@@ -525,4 +536,16 @@ func fileURI(p string) string {
 		parts[i] = url.PathEscape(part)
 	}
 	return "file:///workspace/" + strings.Join(parts, "/")
+}
+
+// readPage is read_workspace_file's page when the call gives no limit: as
+// much as fits the answer budget, whose content appears twice (in the
+// structured content and in the text); 256 KiB without a budget.
+func (s *Server) readPage() int64 {
+	const withoutBudget, least, overhead = 256 << 10, 1 << 10, 1 << 10
+	b := s.cfg.Sandbox.AnswerBudget
+	if b <= 0 {
+		return withoutBudget
+	}
+	return max(least, int64(b/2-overhead))
 }

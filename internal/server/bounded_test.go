@@ -1,0 +1,71 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestToolsAnswerWithinBudget: tools other than execute_code, called with
+// the inputs that make their largest answers, answer within the answer
+// budget (text and structured content together, plus the marker), and say
+// where the rest is.
+func TestToolsAnswerWithinBudget(t *testing.T) {
+	s, cs := newTestServer(t, nil)
+	budget := s.cfg.Sandbox.AnswerBudget
+	const marker = 512 // what a cut's note adds
+	size := func(v any) int {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(b)
+	}
+
+	// A 1 MiB text file, read with no limit.
+	var big strings.Builder
+	for i := 0; big.Len() < 1<<20; i++ {
+		fmt.Fprintf(&big, "line %06d of a long log\n", i)
+	}
+	mustCall(t, cs, "write_workspace_file", map[string]any{"path": "big.log", "content": big.String()}, nil)
+	res, _ := callTool(t, cs, "read_workspace_file", map[string]any{"path": "big.log"})
+	var read ReadWorkspaceFileOutput
+	structured(t, res, &read)
+	if n := size(res); n > budget+marker || !read.More || read.NextOffset == 0 {
+		t.Errorf("read_workspace_file of 1 MiB with no limit: %d bytes of answer (budget %d), more %v, next_offset %d", n, budget, read.More, read.NextOffset)
+	}
+
+	// execute_analysis filter and transform over 10,000 rows of a CSV.
+	var csv strings.Builder
+	csv.WriteString("id,city,amount,note\n")
+	for i := range 10000 {
+		fmt.Fprintf(&csv, "%d,City%d,%d,some words to make the row longer\n", i, i%50, i)
+	}
+	mustCall(t, cs, "write_workspace_file", map[string]any{"path": "rows.csv", "content": csv.String()}, nil)
+	for name, args := range map[string]map[string]any{
+		"filter": {"analysis_type": "filter", "source": "rows.csv",
+			"parameters": map[string]any{"conditions": []any{map[string]any{"field": "amount", "operator": ">=", "value": 0}}}},
+		"transform": {"analysis_type": "transform", "source": "rows.csv",
+			"parameters": map[string]any{"select": []any{"id", "city", "amount", "note"}}},
+	} {
+		res, text := callTool(t, cs, "execute_analysis", args)
+		if res.IsError {
+			t.Fatalf("%s: %s", name, text)
+		}
+		var out ExecuteAnalysisOutput
+		structured(t, res, &out)
+		if n := size(res); n > budget+marker {
+			t.Errorf("%s of 10,000 rows: %d bytes of answer (budget %d)", name, n, budget)
+		}
+		if out.RowsOmitted == 0 || out.OutputFile == "" || !strings.Contains(text, out.OutputFile) {
+			t.Errorf("%s: rows_omitted %d, output_file %q, text %q", name, out.RowsOmitted, out.OutputFile, text)
+			continue
+		}
+		var saved ReadWorkspaceFileOutput
+		mustCall(t, cs, "read_workspace_file", map[string]any{"path": out.OutputFile, "limit": 1 << 20}, &saved)
+		if lines := strings.Count(saved.Content, "\n"); lines != 10000 && !saved.More {
+			t.Errorf("%s: the output file holds %d rows, want 10000", name, lines)
+		}
+	}
+}
