@@ -69,3 +69,20 @@ func TestToolsAnswerWithinBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchWithinBudget: search_tools at its fullest (every tool, full
+// detail, with generated sources) answers within the budget and says where
+// the rest is.
+func TestSearchWithinBudget(t *testing.T) {
+	s, cs := newTestServer(t, func(o *Options) { o.Config.Sandbox.AnswerBudget = 4000 })
+	res, text := callTool(t, cs, "search_tools", map[string]any{"detail_level": "full", "limit": 100})
+	var out SearchToolsOutput
+	structured(t, res, &out)
+	b, _ := json.Marshal(res)
+	if budget := s.cfg.Sandbox.AnswerBudget; len(b) > budget+512 {
+		t.Errorf("search_tools full, 100: %d bytes of answer (budget %d)", len(b), budget)
+	}
+	if len(out.Tools) == out.Total || !strings.Contains(text, "fit the answer budget") || !strings.Contains(out.Note, "offset") {
+		t.Errorf("%d of %d tools, note %q", len(out.Tools), out.Total, out.Note)
+	}
+}

@@ -90,6 +90,7 @@ func (s *Server) addDiscoveryTools() {
 			return nil, SearchToolsOutput{}, err
 		}
 		out.Skills = s.searchSkills(ctx, namespaceOf(req), in.Query)
+		s.fitSearch(&out, in)
 		return textResult(renderSearch(out)), out, nil
 	})
 	addTool(s, "discovery", &mcp.Tool{
@@ -309,4 +310,27 @@ func decodeSchema(raw json.RawMessage) any {
 		return nil
 	}
 	return v
+}
+
+// fitSearch holds a search's answer to the answer budget: its entries
+// appear in the structured content and again in the text, so the tools
+// past what fits are left out, and the note says how to get them (the next
+// offset, or a lower detail level).
+func (s *Server) fitSearch(out *SearchToolsOutput, in SearchToolsInput) {
+	budget := s.cfg.Sandbox.AnswerBudget
+	if budget <= 0 {
+		return
+	}
+	size := func() int {
+		b, _ := json.Marshal(out)
+		return len(b) + len(renderSearch(*out))
+	}
+	shown := len(out.Tools)
+	for len(out.Tools) > 1 && size() > budget {
+		out.Tools = out.Tools[:len(out.Tools)-1]
+	}
+	if len(out.Tools) < shown {
+		out.Note += fmt.Sprintf("%d of the %d tools asked for fit the answer budget; the next are at offset %d (or use detail_level name_only). ",
+			len(out.Tools), shown, in.Offset+len(out.Tools))
+	}
 }
