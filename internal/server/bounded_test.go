@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -84,5 +85,46 @@ func TestSearchWithinBudget(t *testing.T) {
 	}
 	if len(out.Tools) == out.Total || !strings.Contains(text, "fit the answer budget") || !strings.Contains(out.Note, "offset") {
 		t.Errorf("%d of %d tools, note %q", len(out.Tools), out.Total, out.Note)
+	}
+}
+
+// TestLargeTextsWithinBudget: a 1 MiB code file, and a skill of 900 KB,
+// come back within the budget, head and tail, with where the whole is.
+func TestLargeTextsWithinBudget(t *testing.T) {
+	s, cs := newTestServer(t, nil)
+	budget := s.cfg.Sandbox.AnswerBudget
+	var code strings.Builder
+	for i := 0; code.Len() < 900_000; i++ {
+		fmt.Fprintf(&code, "x%d = %d\n", i, i)
+	}
+	code.WriteString("LAST = 'the end'\n")
+	mustCall(t, cs, "initialize_code_file", map[string]any{"content": code.String(), "filename": "code/big.py"}, nil)
+	res, text := callTool(t, cs, "read_code_file", map[string]any{"path": "code/big.py"})
+	b, _ := json.Marshal(res)
+	if len(b) > budget+512 || !strings.Contains(text, "LAST = 'the end'") || !strings.Contains(text, "read_workspace_file reads the whole file") {
+		t.Errorf("read_code_file of 900 KB: %d bytes of answer (budget %d); the text ends %q", len(b), budget, text[max(0, len(text)-200):])
+	}
+}
+
+// TestLargeSkillWithinBudget: load_skill of a 900 KB skill answers within
+// the budget and says how to get the whole module.
+func TestLargeSkillWithinBudget(t *testing.T) {
+	s, _, _ := newSkillsServer(t)
+	ctx := context.Background()
+	var code strings.Builder
+	for i := 0; code.Len() < 900_000; i++ {
+		fmt.Fprintf(&code, "x%d = %d\n", i, i)
+	}
+	if _, _, err := s.saveSkill(ctx, nil, SaveSkillInput{Name: "big", Code: code.String(), Description: "a big one"}); err != nil {
+		t.Fatal(err)
+	}
+	res, out, err := s.loadSkill(ctx, nil, LoadSkillInput{Name: "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.StructuredContent = out
+	b, _ := json.Marshal(res)
+	if budget := s.cfg.Sandbox.AnswerBudget; len(b) > budget+512 || !strings.Contains(out.Code, "inspect.getsource") {
+		t.Errorf("load_skill of 900 KB: %d bytes of answer (budget %d)", len(b), budget)
 	}
 }

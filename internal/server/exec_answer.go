@@ -585,3 +585,26 @@ func (s *Server) saveOutputFile(ns, ext string, data []byte) (string, error) {
 	}
 	return name, nil
 }
+
+// fitText cuts text, which an answer holds twice (its structured content
+// and its text), so that the two cost at most room bytes of JSON, the head
+// and the tail kept and the cut marked, saying where the whole is; text
+// that fits is returned as it is. For the tools whose answer is one large
+// text (a skill's code, a code file).
+func (s *Server) fitText(text string, room int, where string) string {
+	p := textPart(text, len(cutMarker(len(text), len(text), where))*2)
+	if room <= 0 || p.cost <= room {
+		return text
+	}
+	p.keep = max(room-p.marker, 2*p.weight)
+	return s.cut(p, where)
+}
+
+// textRoom is what one large text may cost in a tool's answer: the budget,
+// less what the rest of the answer takes; 0 with the budget off.
+func (s *Server) textRoom() int {
+	if b := s.cfg.Sandbox.AnswerBudget; b > 0 {
+		return max(b-1024, 1024)
+	}
+	return 0
+}
