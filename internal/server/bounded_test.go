@@ -128,3 +128,21 @@ func TestLargeSkillWithinBudget(t *testing.T) {
 		t.Errorf("load_skill of 900 KB: %d bytes of answer (budget %d)", len(b), budget)
 	}
 }
+
+// TestFileListWithinBudget: 200 files with 1 KB paths are listed within the
+// answer budget, the list marked truncated and saying how to see the rest.
+func TestFileListWithinBudget(t *testing.T) {
+	s, cs := newTestServer(t, nil)
+	dir := strings.Repeat("d", 200)
+	for i := range 200 {
+		p := fmt.Sprintf("%s/%s/%s/%s/f%03d.txt", dir, dir, dir, dir, i)
+		mustCall(t, cs, "write_workspace_file", map[string]any{"path": p, "content": "x"}, nil)
+	}
+	res, text := callTool(t, cs, "list_workspace_files", map[string]any{})
+	var out ListWorkspaceFilesOutput
+	structured(t, res, &out)
+	b, _ := json.Marshal(res)
+	if budget := s.cfg.Sandbox.AnswerBudget; len(b) > budget+512 || !out.Truncated || !strings.Contains(text, "give a path or a pattern") {
+		t.Errorf("list_workspace_files of 200 long paths: %d bytes of answer (budget %d), %d listed, truncated %v", len(b), budget, len(out.Files), out.Truncated)
+	}
+}

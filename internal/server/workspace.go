@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -72,7 +73,7 @@ type ListWorkspaceFilesInput struct {
 // ListWorkspaceFilesOutput is the result of list_workspace_files.
 type ListWorkspaceFilesOutput struct {
 	Files     []WorkspaceEntry `json:"files"`
-	Truncated bool             `json:"truncated" jsonschema:"More matched than the 1000 returned."`
+	Truncated bool             `json:"truncated" jsonschema:"More matched than are listed (at most 1000, and what fits the answer budget)."`
 	Usage     *WorkspaceUsage  `json:"usage,omitempty" jsonschema:"What the whole workspace holds against its quota."`
 }
 
@@ -407,8 +408,17 @@ func (s *Server) listWorkspaceFiles(ctx context.Context, req *mcp.CallToolReques
 			out.Usage, usage = usageOf(u), u.String()
 		}
 	}
+	// The entries are in the structured content and again in the text: as
+	// many as fit the answer budget, the rest counted.
+	room, used := s.textRoom(), 0
 	for _, e := range l.Entries {
 		we := shownEntry(e)
+		if raw, _ := json.Marshal(we); room > 0 {
+			if used += 2*len(raw) + 8; used > room {
+				out.Truncated = true
+				break
+			}
+		}
 		out.Files = append(out.Files, we)
 		switch {
 		case we.IsDir:
@@ -423,7 +433,7 @@ func (s *Server) listWorkspaceFiles(ctx context.Context, req *mcp.CallToolReques
 		b.WriteString("(no files)\n")
 	}
 	if out.Truncated {
-		fmt.Fprintf(&b, "[truncated at %d entries]\n", len(out.Files))
+		fmt.Fprintf(&b, "[%d entries listed, to the answer budget or the cap of 1000: give a path or a pattern to see the others]\n", len(out.Files))
 	}
 	if usage != "" {
 		fmt.Fprintf(&b, "[workspace] %s\n", usage)
