@@ -329,9 +329,12 @@ func TestWorkspaceToolLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The cap on entries, with the answer budget off (TestFileListWithinBudget
+	// has the budget's cut).
+	s.cfg.Sandbox.AnswerBudget = 0
 	var l ListWorkspaceFilesOutput
 	text := mustCall(t, connectClient(t, s, nil), "list_workspace_files", map[string]any{"pattern": "f*"}, &l)
-	if len(l.Files) != workspace.DefaultListLimit || !l.Truncated || !strings.Contains(text, fmt.Sprintf("[truncated at %d entries]\n", workspace.DefaultListLimit)) {
+	if len(l.Files) != workspace.DefaultListLimit || !l.Truncated || !strings.Contains(text, fmt.Sprintf("[%d entries listed", workspace.DefaultListLimit)) {
 		t.Fatalf("%d files, truncated=%v, text ends %q", len(l.Files), l.Truncated, text[max(0, len(text)-60):])
 	}
 }
