@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/codecell/codecell/internal/catalog"
 )
 
 // TestToolsAnswerWithinBudget: tools other than execute_code, called with
@@ -144,5 +146,26 @@ func TestFileListWithinBudget(t *testing.T) {
 	b, _ := json.Marshal(res)
 	if budget := s.cfg.Sandbox.AnswerBudget; len(b) > budget+512 || !out.Truncated || !strings.Contains(text, "give a path or a pattern") {
 		t.Errorf("list_workspace_files of 200 long paths: %d bytes of answer (budget %d), %d listed, truncated %v", len(b), budget, len(out.Files), out.Truncated)
+	}
+}
+
+// bigToolUpstream is one server with one tool whose description is 200 KB.
+type bigToolUpstream struct{ fakeUpstreams }
+
+func (bigToolUpstream) Tools() []catalog.Tool {
+	return []catalog.Tool{{Server: "fake", Name: "wordy", Description: strings.Repeat("A tool that explains itself at length. ", 5000)}}
+}
+
+// TestToolDefinitionWithinBudget: get_tool_definition of a tool with a
+// 200 KB description answers within the budget.
+func TestToolDefinitionWithinBudget(t *testing.T) {
+	s, cs := newTestServer(t, func(o *Options) { o.Upstreams = bigToolUpstream{} })
+	res, text := callTool(t, cs, "get_tool_definition", map[string]any{"name": "fake.wordy"})
+	if res.IsError {
+		t.Fatal(text)
+	}
+	b, _ := json.Marshal(res)
+	if budget := s.cfg.Sandbox.AnswerBudget; len(b) > budget+512 || !strings.Contains(text, "inspect.getsource") {
+		t.Errorf("get_tool_definition of a 200 KB description: %d bytes of answer (budget %d)", len(b), budget)
 	}
 }

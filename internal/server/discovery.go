@@ -102,6 +102,12 @@ func (s *Server) addDiscoveryTools() {
 		if err != nil {
 			return nil, ToolEntry{}, err
 		}
+		// The source is the part that grows with the tool (its docstring
+		// holds the schema's descriptions): it gives way to the budget.
+		schemas, _ := json.Marshal([]any{e.InputSchema, e.OutputSchema})
+		room := (s.textRoom() - len(schemas)) / 2
+		e.Description = s.fitText(e.Description, room, "inspect.getdoc in code prints the whole description")
+		e.Source = s.fitText(e.Source, room, "inspect.getsource in code prints the whole generated function")
 		return textResult(e.Source), e, nil
 	})
 	addTool(s, "discovery", &mcp.Tool{
