@@ -102,7 +102,7 @@ func (s *Server) executeAnalysis(ctx context.Context, req *mcp.CallToolRequest, 
 	// as tokens, like everything else codecell returns: the gate sees to
 	// it (gate.go).
 	text := renderAnalysis(in.AnalysisType, res)
-	if err := s.boundRows(namespaceOf(req), &out, len(text)); err != nil {
+	if err := s.boundRows(namespaceOf(req), &out, len(text), s.textRoom(req)); err != nil {
 		return nil, ExecuteAnalysisOutput{}, err
 	}
 	if out.RowsOmitted > 0 {
@@ -337,17 +337,16 @@ func analysisCell(v any) string {
 	return s
 }
 
-// boundRows holds a result's rows to the answer budget, beside a text of
+// boundRows holds a result's rows to room (textRoom), beside a text of
 // textLen bytes: when they do not fit, every row goes to a workspace file
 // (JSON Lines) and the answer keeps the first rows that fit, saying how many
 // it left out and where they are.
-func (s *Server) boundRows(ns string, out *ExecuteAnalysisOutput, textLen int) error {
-	budget := s.cfg.Sandbox.AnswerBudget
+func (s *Server) boundRows(ns string, out *ExecuteAnalysisOutput, textLen, room int) error {
 	rows, ok := out.Result.([]map[string]any)
-	if budget <= 0 || !ok {
+	if room <= 0 || !ok {
 		return nil
 	}
-	room := budget - textLen - 1024 // the rest of the answer and the note
+	room -= textLen // the rest of the answer and the note are in textRoom's margin
 	var all bytes.Buffer
 	keep, size, full := 0, 0, false
 	for _, r := range rows {

@@ -108,8 +108,9 @@ func TestLargeTextsWithinBudget(t *testing.T) {
 	}
 }
 
-// TestLargeSkillWithinBudget: load_skill of a 900 KB skill answers within
-// the budget and says how to get the whole module.
+// TestLargeSkillWithinBudget: load_skill of a 900 KB skill answers a
+// client within the budget and says how to get the whole module; code that
+// calls it gets the whole.
 func TestLargeSkillWithinBudget(t *testing.T) {
 	s, _, _ := newSkillsServer(t)
 	ctx := context.Background()
@@ -120,14 +121,15 @@ func TestLargeSkillWithinBudget(t *testing.T) {
 	if _, _, err := s.saveSkill(ctx, nil, SaveSkillInput{Name: "big", Code: code.String(), Description: "a big one"}); err != nil {
 		t.Fatal(err)
 	}
-	res, out, err := s.loadSkill(ctx, nil, LoadSkillInput{Name: "big"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.StructuredContent = out
+	res, _ := callTool(t, connectClient(t, s, nil), "load_skill", map[string]any{"name": "big"})
+	var out LoadSkillOutput
+	structured(t, res, &out)
 	b, _ := json.Marshal(res)
 	if budget := s.cfg.Sandbox.AnswerBudget; len(b) > budget+512 || !strings.Contains(out.Code, "inspect.getsource") {
 		t.Errorf("load_skill of 900 KB: %d bytes of answer (budget %d)", len(b), budget)
+	}
+	if _, whole, err := s.loadSkill(ctx, nil, LoadSkillInput{Name: "big"}); err != nil || whole.Code != code.String() {
+		t.Errorf("from code, load_skill gives %d bytes of a %d-byte module (%v)", len(whole.Code), code.Len(), err)
 	}
 }
 
@@ -167,5 +169,17 @@ func TestToolDefinitionWithinBudget(t *testing.T) {
 	b, _ := json.Marshal(res)
 	if budget := s.cfg.Sandbox.AnswerBudget; len(b) > budget+512 || !strings.Contains(text, "inspect.getsource") {
 		t.Errorf("get_tool_definition of a 200 KB description: %d bytes of answer (budget %d)", len(b), budget)
+	}
+}
+
+// TestSanitizeWithinBudget: sanitize_pii of a 300 KB text answers within
+// the budget, saying how to have the whole.
+func TestSanitizeWithinBudget(t *testing.T) {
+	s, cs := newTestServer(t, nil)
+	text := strings.Repeat("write to ada@example.org about the invoice. ", 7000)
+	res, out := callTool(t, cs, "sanitize_pii", map[string]any{"text": text})
+	b, _ := json.Marshal(res)
+	if budget := s.cfg.Sandbox.AnswerBudget; len(b) > budget+512 || !strings.Contains(out, "send the text in pieces") {
+		t.Errorf("sanitize_pii of %d bytes: %d bytes of answer (budget %d)", len(text), len(b), budget)
 	}
 }

@@ -180,7 +180,7 @@ func (s *Server) readCodeFile(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, CodeFileOutput{}, err
 	}
-	code = s.fitText(code, s.textRoom(), "read_workspace_file reads the whole file in pages")
+	code = s.fitText(code, s.textRoom(req), "read_workspace_file reads the whole file in pages")
 	return s.codeFileResult(ctx, ns, "", e, code, true)
 }
 

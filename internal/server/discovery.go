@@ -97,7 +97,7 @@ func (s *Server) addDiscoveryTools() {
 		Name:        "get_tool_definition",
 		Title:       "Get one tool's definition",
 		Description: "The full definition of one upstream tool: description, schemas and its generated Python source.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in GetToolDefinitionInput) (*mcp.CallToolResult, ToolEntry, error) {
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in GetToolDefinitionInput) (*mcp.CallToolResult, ToolEntry, error) {
 		e, err := s.toolDefinition(in.Name)
 		if err != nil {
 			return nil, ToolEntry{}, err
@@ -105,7 +105,7 @@ func (s *Server) addDiscoveryTools() {
 		// The source is the part that grows with the tool (its docstring
 		// holds the schema's descriptions): it gives way to the budget.
 		schemas, _ := json.Marshal([]any{e.InputSchema, e.OutputSchema})
-		room := (s.textRoom() - len(schemas)) / 2
+		room := (s.textRoom(req) - len(schemas)) / 2
 		e.Description = s.fitText(e.Description, room, "inspect.getdoc in code prints the whole description")
 		e.Source = s.fitText(e.Source, room, "inspect.getsource in code prints the whole generated function")
 		return textResult(e.Source), e, nil

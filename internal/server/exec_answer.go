@@ -600,11 +600,19 @@ func (s *Server) fitText(text string, room int, where string) string {
 	return s.cut(p, where)
 }
 
-// textRoom is what one large text may cost in a tool's answer: the budget,
-// less what the rest of the answer takes; 0 with the budget off.
-func (s *Server) textRoom() int {
-	if b := s.cfg.Sandbox.AnswerBudget; b > 0 {
+// textRoom is what one large text may cost in the answer to req: the
+// budget, less what the rest of the answer takes; 0 (no bound) with the
+// budget off, or for a call from code, whose answer reaches the code and
+// not the model.
+func (s *Server) textRoom(req *mcp.CallToolRequest) int {
+	if b := s.cfg.Sandbox.AnswerBudget; b > 0 && toModel(req) {
 		return max(b-1024, 1024)
 	}
 	return 0
+}
+
+// toModel says whether req's answer goes to a client, and so to a model:
+// a call from code (callFromCode) has no session.
+func toModel(req *mcp.CallToolRequest) bool {
+	return req != nil && req.Session != nil
 }

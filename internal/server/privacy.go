@@ -94,6 +94,7 @@ func (s *Server) addPrivacyTools() {
 			kinds = append(kinds, fmt.Sprintf("%s %d", k, counts[k]))
 		}
 		sort.Strings(kinds)
+		text = s.fitText(text, s.textRoom(req), "send the text in pieces, or call sanitize_pii from code, where no answer budget applies")
 		return textResult(text + "\n[" + strings.Join(kinds, ", ") + "]\n"), SanitizeOutput{Text: text, Counts: counts}, nil
 	})
 	if !s.cfg.PII.AllowRestore {
@@ -110,6 +111,7 @@ func (s *Server) addPrivacyTools() {
 		if err != nil {
 			return nil, RestoreOutput{}, err
 		}
+		text = s.fitText(text, s.textRoom(req), "send the text in pieces, or call restore_pii from code, where no answer budget applies")
 		return textResult(text), RestoreOutput{Text: text}, nil
 	})
 }

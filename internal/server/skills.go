@@ -125,7 +125,7 @@ func (s *Server) loadSkill(ctx context.Context, req *mcp.CallToolRequest, in Loa
 	if err != nil {
 		return nil, LoadSkillOutput{}, err
 	}
-	out.Code = s.fitText(out.Code, s.textRoom(), "the whole module is what "+out.Import+" imports, and code can print it with inspect.getsource")
+	out.Code = s.fitText(out.Code, s.textRoom(req), "the whole module is what "+out.Import+" imports, and code can print it with inspect.getsource")
 	return textResult(out.Text()), out, nil
 }
 

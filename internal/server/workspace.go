@@ -223,7 +223,7 @@ func (s *Server) readWorkspaceFile(ctx context.Context, req *mcp.CallToolRequest
 	defer ws.Close()
 	limit := in.Limit
 	if limit == 0 {
-		limit = s.readPage()
+		limit = s.readPage(req)
 	}
 	c, err := ws.Read(p, in.Offset, limit)
 	if err != nil {
@@ -410,7 +410,7 @@ func (s *Server) listWorkspaceFiles(ctx context.Context, req *mcp.CallToolReques
 	}
 	// The entries are in the structured content and again in the text: as
 	// many as fit the answer budget, the rest counted.
-	room, used := s.textRoom(), 0
+	room, used := s.textRoom(req), 0
 	for _, e := range l.Entries {
 		we := shownEntry(e)
 		if raw, _ := json.Marshal(we); room > 0 {
@@ -550,11 +550,12 @@ func fileURI(p string) string {
 
 // readPage is read_workspace_file's page when the call gives no limit: as
 // much as fits the answer budget, whose content appears twice (in the
-// structured content and in the text); 256 KiB without a budget.
-func (s *Server) readPage() int64 {
+// structured content and in the text); 256 KiB without a budget, or for
+// code.
+func (s *Server) readPage(req *mcp.CallToolRequest) int64 {
 	const withoutBudget, least, overhead = 256 << 10, 1 << 10, 1 << 10
 	b := s.cfg.Sandbox.AnswerBudget
-	if b <= 0 {
+	if b <= 0 || !toModel(req) {
 		return withoutBudget
 	}
 	return max(least, int64(b/2-overhead))
