@@ -183,3 +183,20 @@ func TestSanitizeWithinBudget(t *testing.T) {
 		t.Errorf("sanitize_pii of %d bytes: %d bytes of answer (budget %d)", len(text), len(b), budget)
 	}
 }
+
+// TestSkillListWithinBudget: 40 skills with 2 KB descriptions are listed
+// within the budget, the rest counted.
+func TestSkillListWithinBudget(t *testing.T) {
+	s, _, _ := newSkillsServer(t)
+	ctx := context.Background()
+	for i := range 40 {
+		if _, _, err := s.saveSkill(ctx, nil, SaveSkillInput{Name: fmt.Sprintf("skill_%02d", i), Code: "x = 1\n", Description: strings.Repeat("does a thing well. ", 100)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, text := callTool(t, connectClient(t, s, nil), "list_skills", map[string]any{})
+	b, _ := json.Marshal(res)
+	if budget := s.cfg.Sandbox.AnswerBudget; len(b) > budget+512 || !strings.Contains(text, "skills listed, to the answer budget") {
+		t.Errorf("list_skills of 40 long skills: %d bytes of answer (budget %d)", len(b), budget)
+	}
+}

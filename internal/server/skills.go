@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -134,7 +135,21 @@ func (s *Server) listSkills(ctx context.Context, req *mcp.CallToolRequest, in Li
 	if err != nil {
 		return nil, ListSkillsOutput{}, err
 	}
-	return textResult(out.Text()), out, nil
+	// The skills are in the structured content and again in the text: as
+	// many as fit the answer budget, best first, the rest counted.
+	text := ""
+	if room := s.textRoom(req); room > 0 {
+		used := 0
+		for i, sk := range out.Skills {
+			raw, _ := json.Marshal(sk)
+			if used += 2 * len(raw); used > room {
+				text = fmt.Sprintf("[%d of %d skills listed, to the answer budget: a query narrows the list]\n", i, len(out.Skills))
+				out.Skills = out.Skills[:i]
+				break
+			}
+		}
+	}
+	return textResult(out.Text() + text), out, nil
 }
 
 func (s *Server) deleteSkill(ctx context.Context, req *mcp.CallToolRequest, in DeleteSkillInput) (*mcp.CallToolResult, DeleteSkillOutput, error) {
