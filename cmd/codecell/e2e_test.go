@@ -636,3 +636,18 @@ func TestDoctorGatesUpstreamStderr(t *testing.T) {
 		t.Errorf("no token where the key was:\n%s", out)
 	}
 }
+
+// TestServeSaysWhenItStops: a server that is stopped says so in its log,
+// and why.
+func TestServeSaysWhenItStops(t *testing.T) {
+	cfgPath, dataDir := testDirs(t, `{"sandbox": {"isolation": "development", "python": "/usr/bin/python3", "pool": 1}}`)
+	cmd := exec.Command(binary, "serve", "--config", cfgPath, "--data-dir", dataDir)
+	cmd.Stdin = strings.NewReader("") // the client closes stdin at once
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("serve: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "shutting down") || !strings.Contains(string(out), "the client closed stdin") {
+		t.Errorf("no shutdown line in the log:\n%s", out)
+	}
+}

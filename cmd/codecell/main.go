@@ -119,7 +119,7 @@ func (g *globals) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("codecell "+g.name, flag.ContinueOnError)
 	fs.SetOutput(g.stderr)
 	fs.StringVar(&g.configFlag, "config", "", "config file (else $CODECELL_CONFIG, ./codecell.json, $XDG_CONFIG_HOME/codecell/config.json)")
-	fs.StringVar(&g.dataDirFlag, "data-dir", "", "data directory (else $XDG_DATA_HOME/codecell)")
+	fs.StringVar(&g.dataDirFlag, "data-dir", "", "data directory (else $XDG_DATA_HOME/codecell, else /var/lib/codecell for root, else ~/.local/share/codecell)")
 	fs.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&g.logFormat, "log-format", "text", "text or json")
 	return fs

@@ -62,6 +62,18 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer a.close()
+	// Said before the clean-up, which may take a moment (sessions,
+	// sandboxes, mounts): the operator sees why the server went.
+	defer func() {
+		reason := "the server stopped"
+		switch {
+		case ctx.Err() != nil:
+			reason = "a signal"
+		case *addr == "":
+			reason = "the client closed stdin"
+		}
+		a.log.Info("shutting down", "reason", reason)
+	}()
 	// In the background: setting the default workspace up may take a while
 	// the first time (moving a large directory into its image, indexing
 	// 100,000 files), and the client's initialize need not wait for it.

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/codecell/codecell/internal/catalog"
+	"github.com/codecell/codecell/internal/config"
 )
 
 // TestToolsAnswerWithinBudget: tools other than execute_code, called with
@@ -198,5 +201,36 @@ func TestSkillListWithinBudget(t *testing.T) {
 	b, _ := json.Marshal(res)
 	if budget := s.cfg.Sandbox.AnswerBudget; len(b) > budget+512 || !strings.Contains(text, "skills listed, to the answer budget") {
 		t.Errorf("list_skills of 40 long skills: %d bytes of answer (budget %d)", len(b), budget)
+	}
+}
+
+// TestDefinitionSuggestsNearest: get_tool_definition of a misspelt name
+// says which tools are nearest by spelling.
+func TestDefinitionSuggestsNearest(t *testing.T) {
+	_, cs := newTestServer(t, func(o *Options) { o.Upstreams = fakeUpstreams{} })
+	res, text := callTool(t, cs, "get_tool_definition", map[string]any{"name": "fake.ecko"})
+	if !res.IsError || !strings.Contains(text, "nearest by spelling: fake.echo") {
+		t.Errorf("get_tool_definition fake.ecko: %s", text)
+	}
+}
+
+// TestUnlistedToolSaysWhatToDo: a call of a tool the server does not list
+// says how to list it or call it from code, where the SDK said "unknown
+// tool".
+func TestUnlistedToolSaysWhatToDo(t *testing.T) {
+	_, cs := newTestServer(t, func(o *Options) { o.Config = config.Default(); o.Upstreams = fakeUpstreams{} })
+	for name, want := range map[string]string{
+		"list_workspace_files": `toolset "workspace"`,
+		"fake.echo":            "from servers.fake import echo",
+		"no_such_tool":         "unknown tool",
+	} {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q in it", name, err, want)
+		}
+	}
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_workspace_files", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), "from codecell import list_workspace_files") {
+		t.Errorf("list_workspace_files: %v", err)
 	}
 }

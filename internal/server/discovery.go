@@ -220,9 +220,18 @@ func (s *Server) searchTools(in SearchToolsInput) (SearchToolsOutput, error) {
 }
 
 func (s *Server) toolDefinition(name string) (ToolEntry, error) {
-	t, ok := s.tools.catalog().Lookup(name)
+	cat := s.tools.catalog()
+	t, ok := cat.Lookup(name)
 	if !ok {
-		return ToolEntry{}, fieldError("name", "no tool is named %q (search_tools finds them; names are server.tool)", name)
+		near := ""
+		if r := cat.Nearest(catalog.Query{Text: strings.NewReplacer(".", " ", "_", " ", "-", " ").Replace(name), Limit: 3}); len(r.Hits) > 0 {
+			var names []string
+			for _, h := range r.Hits {
+				names = append(names, h.Tool.QualifiedName())
+			}
+			near = "; the nearest by spelling: " + strings.Join(names, ", ")
+		}
+		return ToolEntry{}, fieldError("name", "no tool is named %q (search_tools finds them; names are server.tool)%s", name, near)
 	}
 	return s.entry(t, detailFull), nil
 }

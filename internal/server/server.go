@@ -180,6 +180,7 @@ func New(opts Options) (*Server, error) {
 	}
 	// Last, so that it is the outermost: every answer, whatever made it,
 	// passes the gate.
+	s.mcp.AddReceivingMiddleware(s.unlistedTools)
 	s.mcp.AddReceivingMiddleware(s.gateMiddleware)
 	s.mcp.AddSendingMiddleware(s.gateSending)
 	return s, nil
