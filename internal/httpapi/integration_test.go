@@ -129,7 +129,7 @@ func TestOverHTTP(t *testing.T) {
 			`codecell_executions_total{outcome="ok"}`:                               3,
 			`codecell_executions_total{outcome="ValueError"}`:                       1,
 			"codecell_execution_duration_seconds_count":                             4,
-			`codecell_tool_calls_total{outcome="ok",server="docs",tool="get-page"}`: 2,
+			`codecell_tool_calls_total{outcome="ok",server="docs",tool="get_page"}`: 2,
 			`codecell_tool_calls_total{outcome="unknown_tool",server="",tool=""}`:   1,
 			`codecell_pii_tokens_total{kind="EMAIL"}`:                               1,
 			"codecell_tool_result_bytes_total":                                      2000,

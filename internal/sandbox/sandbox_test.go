@@ -72,6 +72,9 @@ func TestBasics(t *testing.T) {
 				{name: "print", code: "print(1)", ok: true, stdout: "1\n"},
 				{name: "last expression", code: "x = 20\nx + 22", ok: true, result: float64(42)},
 				{name: "result variable wins", code: "result = {'a': [1, 2]}\n'ignored'", ok: true, result: map[string]any{"a": []any{float64(1), float64(2)}}},
+				// Code that replaces json's functions changes its own json,
+				// not the runtime's (issue #30).
+				{name: "json replaced by the code", code: "import json\njson.dumps = json.loads = None\nprint('x')\nresult = {'a': 1}", ok: true, stdout: "x\n", result: map[string]any{"a": float64(1)}},
 				{name: "last expression runs when result is set", code: "result = 5\nprint(1)", ok: true, stdout: "1\n", result: float64(5)},
 				{name: "repr of non-JSON", code: "{1, 2}", ok: true, result: "{1, 2}"},
 				{name: "stderr", code: "import sys; sys.stderr.write('oops\\n')", ok: true, stderr: "oops\n"},

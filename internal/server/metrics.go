@@ -75,7 +75,9 @@ func (s *Server) countToolCall(t catalog.Tool, known bool, err error) {
 		s.metrics.ToolCall("", "", metrics.ToolUnknown)
 		return
 	}
-	s.metrics.ToolCall(t.Server, t.Name, toolOutcome(err))
+	// The name code imports (get_sum), as search_tools and the log show
+	// it, not the server's (get-sum).
+	s.metrics.ToolCall(t.Server, t.Ident, toolOutcome(err))
 }
 
 // toolOutcome maps the error callTool returns to a metrics outcome, by the

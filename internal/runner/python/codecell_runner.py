@@ -46,6 +46,11 @@ import threading
 import time
 import traceback
 
+# The runtime's own json functions, bound before any user code runs: code
+# that replaces json.dumps or json.loads (a mock, a monkeypatch) changes its
+# own json, not the frames the runtime sends and reads.
+_json_dumps, _json_loads = json.dumps, json.loads
+
 CELL = "<cell>"
 THREAD_STACK = 2 << 20
 _rpc = None  # codecell._rpc, imported by main once sys.path is set
@@ -134,7 +139,7 @@ class Channel:
         fds, self._fds = self._fds, []
         # The host writes UTF-8: decoded as such, json.loads need not
         # detect the encoding of each frame.
-        msg = json.loads(data.decode("utf-8", "surrogatepass"))
+        msg = _json_loads(data.decode("utf-8", "surrogatepass"))
         if fds:
             msg["_fds"] = fds
         return msg
@@ -222,15 +227,15 @@ class Forwarder(threading.Thread):
 def jsonable(value):
     """Returns (json_value, True) when value survives a JSON round trip."""
     try:
-        text = json.dumps(value, allow_nan=False)
+        text = _json_dumps(value, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         return None, False
-    return json.loads(text), True
+    return _json_loads(text), True
 
 
 def encode_result(value, limit):
     v, ok = jsonable(value)
-    if ok and len(json.dumps(v)) <= limit:
+    if ok and len(_json_dumps(v)) <= limit:
         return {"kind": "json", "value": v}
     try:
         text = repr(value)
@@ -836,7 +841,7 @@ def warm_up():
     glb = {"__name__": "__main__", "__builtins__": builtins}
     run_cell("pass\n1", glb)
     encode_result({"a": [1, 2.5, "x", None]}, 1 << 20)
-    json.loads(json.dumps({"type": "result", "ok": True, "error": None}))
+    _json_loads(_json_dumps({"type": "result", "ok": True, "error": None}))
     codecs.getincrementaldecoder("utf-8")("replace").decode(b"x")
 
 
@@ -929,7 +934,7 @@ def prefork(ctl):
     return pid
 
 
-_CHILD_MSG = json.dumps({"type": "child"}).encode()
+_CHILD_MSG = _json_dumps({"type": "child"}).encode()
 
 
 def map_text_at_fork():
@@ -990,7 +995,7 @@ def zygote(ctl_fd, isolated, scratch):
     warm_up()
     settle()
     baseline = inherited()
-    ctl.send(json.dumps({"type": "ready", "pid": os.getpid()}).encode())
+    ctl.send(_json_dumps({"type": "ready", "pid": os.getpid()}).encode())
     while True:
         try:
             pid = prefork(ctl)
