@@ -61,12 +61,7 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 			fmt.Fprintf(w, "isolation %s%s\tok\n", level, mark)
 		}
 	}
-	rules := seccomp.Rules()
-	names := make([]string, 0, len(rules))
-	for _, r := range rules {
-		names = append(names, r.Syscall)
-	}
-	fmt.Fprintf(w, "seccomp\t%d rules (denies %s, ...)\n", len(rules), strings.Join(names[:min(6, len(names))], ", "))
+	fmt.Fprintf(w, "seccomp\t%s\n", seccompSummary(seccomp.Rules()))
 	fmt.Fprintf(w, "cgroups\t%s\n", cgroupState(configured, cfg.Sandbox.Memory))
 	fmt.Fprintf(w, "environments\t%s\n", environmentTools(ctx, cfg.Sandbox.Python))
 	if os.Geteuid() == 0 {
@@ -106,7 +101,9 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 		}
 		ups.Close()
 	}
-	fmt.Fprintf(w, "not active yet\t%s: validated, not yet acted on by this version\n", strings.Join(inactiveKeys(cfg), ", "))
+	if keys := inactiveKeys(cfg); len(keys) > 0 {
+		fmt.Fprintf(w, "not active yet\t%s: validated, not yet acted on by this version\n", strings.Join(keys, ", "))
+	}
 	w.Flush()
 	if configuredErr != nil {
 		return fmt.Errorf("the configured isolation level %s cannot run here: %v", configured, configuredErr)
@@ -196,10 +193,32 @@ func cgroupState(level sandbox.Level, memory int64) string {
 		h, memory>>20, extra>>20, level)
 }
 
-// inactiveKeys lists config keys that are validated but not yet acted on by
-// this version, so doctor says so rather than pretend.
-func inactiveKeys(*config.Config) []string {
-	return []string{"sandbox.network.allow"}
+// inactiveKeys lists the config's keys that are validated but not yet
+// acted on by this version, so doctor says so rather than pretend; a key
+// the config does not set needs no word.
+func inactiveKeys(cfg *config.Config) []string {
+	if cfg.Sandbox.Network.Mode == "allowlist" || len(cfg.Sandbox.Network.Allow) > 0 {
+		return []string{"sandbox.network.allow"}
+	}
+	return nil
+}
+
+// seccompSummary says what the filter refuses: the calls it refuses
+// whatever their arguments, by name, and how many it refuses only for some
+// (clone with namespace flags, socket of other families), so that no call
+// reads as refused when only some uses of it are.
+func seccompSummary(rules []seccomp.Rule) string {
+	var always []string
+	some := 0
+	for _, r := range rules {
+		if r.When == "" {
+			always = append(always, r.Syscall)
+		} else {
+			some++
+		}
+	}
+	return fmt.Sprintf("%d calls refused (%s, ...), %d more for some arguments (clone with namespace flags, sockets of other families...); unknown call numbers fail with ENOSYS",
+		len(always), strings.Join(always[:min(6, len(always))], ", "), some)
 }
 
 // environmentTools says which environment types can be used here.
