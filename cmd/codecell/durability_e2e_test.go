@@ -27,7 +27,9 @@ import (
 // there after a restart, and the log holds every execution that returned.
 func TestKill9Durability(t *testing.T) {
 	requireProduction(t)
-	cfgPath, dataDir := testDirs(t, `{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 2, "timeout": "20s"}}`)
+	// The answer budget off: list_skills lists every one of the ~100 skills
+	// saved, which the budget would cut (what it checks is durability).
+	cfgPath, dataDir := testDirs(t, `{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 2, "timeout": "20s", "answerBudget": 0}}`)
 	start := func() (*mcp.ClientSession, *exec.Cmd) {
 		cmd := exec.Command(binary, "serve", "--config", cfgPath, "--data-dir", dataDir, "--log-level", "warn")
 		cmd.Stderr = os.Stderr
