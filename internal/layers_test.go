@@ -30,8 +30,9 @@ import (
 // store and the workspace know nothing of MCP.
 const layers = `
 	# Leaves: the standard library only.
-	NONE < analysis, catalog, channel, config, dashboard, egress, metrics,
+	NONE < channel, dashboard, editdist, egress, metrics,
 	       mountinfo, pii, proc, procdir, runner, seccomp, store, textcut;
+	editdist < analysis, catalog, config;
 
 	# Test kits, imported by tests (and by the bench) only.
 	NONE < dashboard/browsertest, gate/gatetest, httpapi/httpapitest;

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/codecell/codecell/internal/editdist"
 )
 
 // fieldRef is a field that an analysis reads, with where its parameters name
@@ -103,7 +105,7 @@ func fieldsSeen(name string, rows []map[string]any, renamed map[string]string) s
 	rs := make([]ranked, len(seen))
 	for i, s := range seen {
 		ls := strings.ToLower(s)
-		r := ranked{name: s, class: 2, dist: editDistance(lower, ls)}
+		r := ranked{name: s, class: 2, dist: editdist.Levenshtein(lower, ls)}
 		switch {
 		case ls == lower:
 			r.class = 0
@@ -133,25 +135,3 @@ func fieldsSeen(name string, rows []map[string]any, renamed map[string]string) s
 }
 
 func lastSegment(p string) string { return p[strings.LastIndexByte(p, '.')+1:] }
-
-// editDistance is the Levenshtein distance between a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}

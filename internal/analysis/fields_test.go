@@ -90,14 +90,3 @@ func TestKnownFields(t *testing.T) {
 		t.Errorf("no rows: %v", err)
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"", "abc", 3}, {"regoin", "region", 2}, {"kitten", "sitting", 3}, {"größe", "grosse", 3}} {
-		if got := editDistance(tc.a, tc.b); got != tc.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-}

@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+
+	"github.com/codecell/codecell/internal/editdist"
 )
 
 // Query is a search of the catalog.
@@ -660,7 +662,7 @@ func (c *Catalog) misspelt(t string) []int32 {
 	var best []int32
 	bestD := limit + 1
 	for term, id := range c.index.ids {
-		if d := editDistance(t, term, limit); d < bestD {
+		if d := editdist.Bounded(t, term, limit); d < bestD {
 			best, bestD = []int32{id}, d
 		} else if d == bestD {
 			best = append(best, id)
@@ -671,41 +673,6 @@ func (c *Catalog) misspelt(t string) []int32 {
 	}
 	slices.Sort(best)
 	return best
-}
-
-// editDistance is the optimal string alignment distance between a and b
-// (insertions, deletions, substitutions and transpositions of adjacent
-// letters), or limit+1 when it is more than limit.
-func editDistance(a, b string, limit int) int {
-	if d := len(a) - len(b); d > limit || -d > limit {
-		return limit + 1
-	}
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin > limit {
-			return limit + 1
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return min(prev[len(b)], limit+1)
 }
 
 // destructiveFactor puts a destructive tool after the others for a request

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/codecell/codecell/internal/editdist"
 )
 
 // The config is decoded in two steps: the JSON text into a tree that keeps
@@ -248,7 +250,7 @@ func unknownKey(key string, fields map[string]field) string {
 			best = k
 			break
 		}
-		if dist := editDistance(strings.ToLower(key), strings.ToLower(k)); dist < bestDist {
+		if dist := keyDistance(strings.ToLower(key), strings.ToLower(k)); dist < bestDist {
 			best, bestDist = k, dist
 		}
 	}
@@ -256,31 +258,6 @@ func unknownKey(key string, fields map[string]field) string {
 		return fmt.Sprintf("unknown key (did you mean %q?)", best)
 	}
 	return fmt.Sprintf("unknown key (known keys: %s)", strings.Join(known, ", "))
-}
-
-// editDistance is the Levenshtein distance, bounded in cost by the short
-// keys it is used on.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return math.MaxInt
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // str decodes a string, expanding ${VAR}.
@@ -723,4 +700,13 @@ func (d *decoder) toolsets(v *value, path string, c *Config) {
 		return
 	}
 	c.Toolsets = out
+}
+
+// keyDistance is the edit distance between two config keys, bounded in
+// cost by the short keys it is used on.
+func keyDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return math.MaxInt
+	}
+	return editdist.Levenshtein(a, b)
 }

@@ -38,4 +38,3 @@
 // answer (an error, ErrWithheld) rather than pass it unexamined; a Gate
 // made with pii.mode "off" passes everything (Off).
 package gate
-

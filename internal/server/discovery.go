@@ -336,12 +336,15 @@ func (s *Server) fitSearch(out *SearchToolsOutput, in SearchToolsInput) {
 	if budget <= 0 {
 		return
 	}
-	size := func() int {
-		b, _ := json.Marshal(out)
-		return len(b) + len(renderSearch(*out))
-	}
+	// Each entry's share, measured once: the answer less the entries
+	// left out.
+	b, _ := json.Marshal(out)
+	size := len(b) + len(renderSearch(*out))
 	shown := len(out.Tools)
-	for len(out.Tools) > 1 && size() > budget {
+	for len(out.Tools) > 1 && size > budget {
+		last := out.Tools[len(out.Tools)-1]
+		e, _ := json.Marshal(last)
+		size -= len(e) + len(renderSearch(SearchToolsOutput{Tools: []ToolEntry{last}})) - len("(1 of 0)\n")
 		out.Tools = out.Tools[:len(out.Tools)-1]
 	}
 	if len(out.Tools) < shown {

@@ -413,7 +413,8 @@ func (s *Server) listWorkspaceFiles(ctx context.Context, req *mcp.CallToolReques
 	room, used := s.textRoom(req), 0
 	for _, e := range l.Entries {
 		we := shownEntry(e)
-		if raw, _ := json.Marshal(we); room > 0 {
+		if room > 0 {
+			raw, _ := json.Marshal(we)
 			if used += 2*len(raw) + 8; used > room {
 				out.Truncated = true
 				break
