@@ -14,7 +14,12 @@ BIN     := bin/codecell
 # replicas' store and balancer: tests and `make replicas` run their own,
 # never the system's services); Node and npm run the real upstream MCP servers of the
 # tests (installed only when missing: a machine's own Node is kept).
-DEBS    := bubblewrap python3 python3-venv python3-pip python3-matplotlib e2fsprogs postgresql haproxy
+# The data stack every sandbox has (numpy, pandas, matplotlib and friends) comes
+# from Debian too; python3-ipykernel is the warm Jupyter kernel `codecell bench`
+# measures data work against.
+DATA    := python3-numpy python3-scipy python3-pandas python3-matplotlib python3-sklearn python3-statsmodels \
+           python3-seaborn python3-openpyxl python3-sympy python3-pil python3-lxml python3-bs4 python3-ipykernel
+DEBS    := bubblewrap python3 python3-venv python3-pip e2fsprogs postgresql haproxy $(DATA)
 NPM_DIR := testdata/npm
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -155,9 +156,12 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		},
 		StateDir: stateDir,
 		PoolSize: sb.Pool,
-		Seccomp:  prog,
-		GenDir:   genDir,
-		Logger:   log,
+		// config's 0 (keep none warm when idle) is Options' negative.
+		IdlePoolSize: cmp.Or(sb.IdlePool, -1),
+		Preload:      sb.Preload,
+		Seccomp:      prog,
+		GenDir:       genDir,
+		Logger:       log,
 	})
 	if err != nil {
 		return nil, err

@@ -50,6 +50,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	tsClient := fs.String("ts-client", "", "also measure trivial latency through the TypeScript SDK client: the path of testdata/npm/latency.mjs (needs node and the npm packages beside it)")
 	pyodide := fs.String("pyodide", "", "also measure warm Pyodide behind MCP against the live session: the path of testdata/npm/pyodide-mcp.mjs (needs node and the npm packages beside it)")
 	latencyOnly := fs.Bool("latency-only", false, "measure only the latency figures (with --ts-client and --pyodide when given): no throughput, tool-call, memory, context or hardened figures")
+	dataN := fs.Int("data", 40, "data cells (pandas, numpy, pyplot) for the data-work figures, beside bare spawns and a warm Jupyter kernel; 0 skips them")
 	hardenedOnly := fs.Bool("hardened-only", false, "measure only the hardened figures (gVisor; skipped without runsc)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -173,6 +174,14 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	figs = append(figs,
 		benchFigure{Name: "execute_code in a live session p50 (print(1), no new process)", Value: s50, Unit: "ms"},
 		benchFigure{Name: "fresh process p50 / live session p50", Value: percentile(lm.exec, 0.50) / s50, Unit: "x"})
+
+	if *dataN > 0 {
+		dataFigs, err := dataBench(ctx, g, execIn, *dataN)
+		if err != nil {
+			return fmt.Errorf("data-work figures: %w", err)
+		}
+		figs = append(figs, dataFigs...)
+	}
 
 	if *pyodide != "" {
 		pyFigs, err := pyodideFigures(ctx, *pyodide, g.stderr, *n, serverPid,

@@ -75,6 +75,10 @@ func (h *Hierarchy) New(l Limits) (*Group, error) {
 	return g, nil
 }
 
+// SetLimits changes the group's limits, for what its first process turned
+// out to need of its own (a fork server's preloaded modules).
+func (g *Group) SetLimits(l Limits) error { return g.limit(l) }
+
 func (g *Group) limit(l Limits) error {
 	type setting struct{ ctl, file, value string }
 	var set []setting
@@ -107,8 +111,17 @@ func (g *Group) limit(l Limits) error {
 			set = append(set, setting{"pids", "pids.max", pids})
 		}
 	}
-	for _, s := range set {
-		if err := os.WriteFile(filepath.Join(g.dirs[s.ctl], s.file), []byte(s.value), 0); err != nil {
+	for i, s := range set {
+		err := os.WriteFile(filepath.Join(g.dirs[s.ctl], s.file), []byte(s.value), 0)
+		if errors.Is(err, syscall.EINVAL) && s.file == "memory.limit_in_bytes" && i+1 < len(set) && set[i+1].file == "memory.memsw.limit_in_bytes" {
+			// cgroup v1 keeps memory+swap at least memory: a limit that
+			// rises (SetLimits) raises memsw first.
+			set[i], set[i+1] = set[i+1], set[i]
+			if err = os.WriteFile(filepath.Join(g.dirs[s.ctl], set[i].file), []byte(set[i].value), 0); err == nil {
+				err = os.WriteFile(filepath.Join(g.dirs[s.ctl], s.file), []byte(s.value), 0)
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("set cgroup %s: %w", s.file, err)
 		}
 	}

@@ -88,6 +88,16 @@ type Sandbox struct {
 	// Pool is how many warm sandboxes each workspace keeps, 0..64; by
 	// default 4, and at hardened one per CPU up to 4 (see HardenedPool).
 	Pool int
+	// IdlePool (JSON "idlePool") is how many of those a workspace keeps
+	// once it has run nothing for a minute, 0..Pool, default 1: a busy
+	// workspace grows its pool to Pool as its executions overlap, an idle
+	// one gives the rest back.
+	IdlePool int
+	// Preload names the modules each sandbox's fork server imports before
+	// it forks, so executions that import them pay nothing; default
+	// DefaultPreload, [] for none. Only the system's packages are
+	// preloaded (never an environment's own).
+	Preload []string
 	// AnswerBudget is the most bytes of JSON one execution's answer is,
 	// structured and text content together (stdout, stderr, result,
 	// error, files list): past it each part keeps its head and tail with
@@ -201,6 +211,8 @@ func Default() *Config {
 			WorkspaceImages:  "auto",
 			MaxToolCalls:     1000,
 			Pool:             4,
+			IdlePool:         1,
+			Preload:          append([]string(nil), DefaultPreload...),
 			AnswerBudget:     DefaultAnswerBudget,
 			Network:          Network{Mode: "none"},
 		},
@@ -211,6 +223,10 @@ func Default() *Config {
 		Toolsets: append([]string(nil), DefaultToolsets...),
 	}
 }
+
+// DefaultPreload is sandbox.preload's default: the modules most data work
+// starts with (a few hundred milliseconds to import, together).
+var DefaultPreload = []string{"numpy", "pandas", "matplotlib.pyplot"}
 
 // HardenedPool is the default pool at hardened: one container per CPU, up
 // to the usual 4. After each execution a gVisor container forks and sets

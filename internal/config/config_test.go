@@ -184,7 +184,7 @@ func TestParseFull(t *testing.T) {
   "sandbox": {
     "isolation": "hardened", "python": "/opt/py/bin/python3", "timeout": 10, "maxTimeout": "10m",
     "memory": 1073741824, "pids": 128, "cpuTime": "2m", "output": "64KiB", "fileSize": "10MB",
-    "openFiles": 1024, "tmpSize": "1.5GiB", "workspaceQuota": "2 GiB", "workspaceEntries": 5000, "workspaceImages": "off", "maxToolCalls": 50, "pool": 0, "answerBudget": 5000,
+    "openFiles": 1024, "tmpSize": "1.5GiB", "workspaceQuota": "2 GiB", "workspaceEntries": 5000, "workspaceImages": "off", "maxToolCalls": 50, "pool": 0, "idlePool": 0, "preload": ["numpy", "scipy.stats"], "answerBudget": 5000,
     "network": {"mode": "allowlist", "allow": ["PyPI.org", "*.pythonhosted.org"]},
     "wheelhouse": "/var/wheels"
   },
@@ -224,7 +224,7 @@ func TestParseFull(t *testing.T) {
 		Sandbox: Sandbox{
 			Isolation: "hardened", Python: "/opt/py/bin/python3", Timeout: 10 * time.Second, MaxTimeout: 10 * time.Minute,
 			Memory: 1 << 30, Pids: 128, CPUTime: 2 * time.Minute, Output: 64 << 10, FileSize: 10_000_000,
-			OpenFiles: 1024, TmpSize: 3 << 29, WorkspaceQuota: 2 << 30, WorkspaceEntries: 5000, WorkspaceImages: "off", MaxToolCalls: 50, Pool: 0, AnswerBudget: 5000,
+			OpenFiles: 1024, TmpSize: 3 << 29, WorkspaceQuota: 2 << 30, WorkspaceEntries: 5000, WorkspaceImages: "off", MaxToolCalls: 50, Pool: 0, IdlePool: 0, Preload: []string{"numpy", "scipy.stats"}, AnswerBudget: 5000,
 			Network:    Network{Mode: "allowlist", Allow: []string{"pypi.org", "*.pythonhosted.org"}},
 			Wheelhouse: "/var/wheels",
 		},
@@ -328,6 +328,8 @@ func TestParseErrors(t *testing.T) {
 		{"reserved server name", `{"mcpServers": {"codecell": {"command": "x"}}}`, nil, []want{{"mcpServers.codecell", "reserved"}}},
 		{"pool too large", `{"sandbox": {"pool": 65}}`, nil, []want{{"sandbox.pool", "65 is above the maximum 64"}}},
 		{"pool negative", `{"sandbox": {"pool": -1}}`, nil, []want{{"sandbox.pool", "below the minimum 0"}}},
+		{"preload not a module", `{"sandbox": {"preload": ["numpy", "os; import x"]}}`, nil, []want{{"sandbox.preload[1]", "is not a module name"}}},
+		{"idlePool negative", `{"sandbox": {"idlePool": -1}}`, nil, []want{{"sandbox.idlePool", "below the minimum 0"}}},
 		{"bad network mode", `{"sandbox": {"network": {"mode": "open"}}}`, nil, []want{{"sandbox.network.mode", `"open" is not a network mode`}}},
 		{"allow without allowlist", `{"sandbox": {"network": {"allow": ["pypi.org"]}}}`, nil, []want{{"sandbox.network.allow", `only with mode "allowlist"`}}},
 		{"bad domain", `{"sandbox": {"network": {"mode": "allowlist", "allow": ["ok.test", "https://pypi.org"]}}}`, nil, []want{{"sandbox.network.allow[1]", "is not a domain name"}}},

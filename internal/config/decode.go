@@ -580,6 +580,8 @@ func (d *decoder) sandbox(v *value, path string, s *Sandbox) {
 		"maxToolCalls":         d.setInt(&s.MaxToolCalls),
 		"pool":                 func(v *value, path string) { poolGiven = true; setPool(v, path) },
 		"answerBudget":         d.setInt(&s.AnswerBudget),
+		"idlePool":             d.setInt(&s.IdlePool),
+		"preload":              d.setStrs(&s.Preload),
 		"wheelhouse":           d.setStr(&s.Wheelhouse),
 		"indexUrl":             d.setStr(&s.IndexURL),
 		"externalEnvironments": d.setStrs(&s.ExternalEnvironments),

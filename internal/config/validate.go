@@ -203,6 +203,15 @@ func (k *checker) sandbox(s *Sandbox) {
 	k.between(p+".openFiles", s.OpenFiles, 16, -1)
 	k.between(p+".maxToolCalls", s.MaxToolCalls, 1, -1)
 	k.between(p+".pool", s.Pool, 0, 64)
+	k.between(p+".idlePool", s.IdlePool, 0, 64) // past pool it means pool
+	if len(s.Preload) > maxPreload {
+		k.addf(p+".preload", "lists %d modules; at most %d", len(s.Preload), maxPreload)
+	}
+	for i, m := range s.Preload {
+		if !moduleName.MatchString(m) {
+			k.addf(fmt.Sprintf("%s.preload[%d]", p, i), "%q is not a module name (such as numpy or matplotlib.pyplot)", m)
+		}
+	}
 	if s.AnswerBudget != 0 {
 		k.between(p+".answerBudget", s.AnswerBudget, MinAnswerBudget, -1)
 	}
@@ -461,3 +470,10 @@ func sortedKeys(m map[string]string) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// maxPreload bounds sandbox.preload: each module is imported by every fork
+// server, and what it holds is held once per warm sandbox.
+const maxPreload = 32
+
+// moduleName is a dotted Python module name, as sandbox.preload takes.
+var moduleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)

@@ -32,6 +32,17 @@ type Config struct {
 	Name    string `json:"name,omitempty" jsonschema:"The conda environment's name, when given."`
 	Python  string `json:"python" jsonschema:"The interpreter execute_code runs."`
 	Managed bool   `json:"managed" jsonschema:"True when codecell created the environment and manages it."`
+	// SystemPackages says a venv sees the system's packages (pandas, numpy
+	// and the rest of the sandbox's stack) under its own.
+	SystemPackages bool `json:"system_packages,omitempty" jsonschema:"True when the venv also sees the system's packages (pandas, numpy, matplotlib ...), under its own."`
+}
+
+// Choice is what configure_environment chooses.
+type Choice struct {
+	Type, Path, Name string
+	// SystemPackages, for a venv or uv environment codecell manages: nil
+	// means true (installing one package must not lose the stack).
+	SystemPackages *bool
 }
 
 // Runner runs a command in a sandbox; *sandbox.Manager is the real one.
@@ -239,6 +250,15 @@ func (c Config) SandboxPython() (string, []string) {
 // environment is used as it is; without (venv, uv), codecell creates one
 // under its data dir, or reuses the one it created before.
 func (m *Manager) Configure(ctx context.Context, ns, typ, path, name string) (Config, error) {
+	return m.Choose(ctx, ns, Choice{Type: typ, Path: path, Name: name})
+}
+
+// Choose is Configure with every choice configure_environment offers.
+func (m *Manager) Choose(ctx context.Context, ns string, ch Choice) (Config, error) {
+	typ, path, name := ch.Type, ch.Path, ch.Name
+	if ch.SystemPackages != nil && (path != "" || (typ != Venv && typ != UV)) {
+		return Config{}, errors.New("invalid argument system_packages: only a venv or uv environment codecell makes (no path) takes it")
+	}
 	defer m.lock(ns)()
 	if path != "" && !filepath.IsAbs(path) {
 		return Config{}, fmt.Errorf("invalid argument path: %q is not absolute", path)
@@ -277,6 +297,10 @@ func (m *Manager) Configure(ctx context.Context, ns, typ, path, name string) (Co
 			if err := m.create(ctx, ns, typ, dir); err != nil {
 				return Config{}, err
 			}
+		}
+		c.SystemPackages = ch.SystemPackages == nil || *ch.SystemPackages
+		if err := setSystemPackages(dir, c.SystemPackages); err != nil {
+			return Config{}, err
 		}
 	case Conda:
 		if m.opts.Conda == "" {

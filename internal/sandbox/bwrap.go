@@ -74,6 +74,7 @@ type bwrapSpec struct {
 	Gen          string // the generated servers package's directory, mounted at GenMount; "" for none
 	Skills       string // the namespace's skills directory, mounted at SkillsMount; "" for none
 	TmpSize      int64
+	Preload      []string // the runner's --preload argument, or nil
 }
 
 // bwrapFile is a file bubblewrap writes into the sandbox from a descriptor.
@@ -191,6 +192,7 @@ func bwrapArgs(s bwrapSpec) []string {
 	}
 	a = append(a, "--", s.Python, "-I", "-B", RuntimeMount+"/codecell_runner.py",
 		"--zygote", fd(s.CtlFD), "--isolated", "--scratch", "/tmp:/dev/shm")
+	a = append(a, s.Preload...)
 	if s.Skills != "" {
 		a = append(a, "--skills", SkillsMount)
 	}

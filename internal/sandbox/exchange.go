@@ -369,6 +369,7 @@ func (x *exchange) finish(res *Result, exit exitInfo, lim Limits) {
 		res.OK = x.result.OK
 		res.Error = x.result.Error
 		res.Result = capResult(x.result.value(), lim.Output, x.cut)
+		res.Table = x.result.table()
 		res.Images, res.ImagesDropped = x.result.images()
 		if !res.OK && res.Error == nil {
 			res.Error = failure(ErrSandbox, "the runner reported a failure without an error")

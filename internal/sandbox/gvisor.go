@@ -147,6 +147,7 @@ func (m *Manager) startGVisor(ctx context.Context, tg target) (sandbox, error) {
 		Skills:    tg.skills,
 		TmpSize:   m.limits.TmpSize,
 		OpenFiles: m.limits.OpenFiles,
+		Preload:   m.preloadArg(tg),
 	})
 	if err != nil {
 		os.RemoveAll(g.bundle)
@@ -428,6 +429,8 @@ type (
 	readyFrame struct {
 		Sync string `json:"sync"`
 		Key  string `json:"key"`
+		// Preload is in the fork server's first ready frame only.
+		Preload *PreloadReport `json:"preload"`
 	}
 	exitedFrame struct {
 		Key    string `json:"key"`
@@ -459,6 +462,13 @@ func (g *gvisor) readReady(fr *channel.Reader) error {
 		return errors.New("ready frame without its tokens")
 	}
 	g.sync, g.key = r.Sync, r.Key
+	if r.Preload != nil {
+		g.m.notePreload(r.Preload)
+		if g.cg != nil && (r.Preload.RSS > 0 || r.Preload.Threads > 0) {
+			// As at production (startZygote): the preload is not the code's.
+			return g.cg.SetLimits(cgroup.Limits{Memory: g.m.limits.Memory + GVisorMemory + r.Preload.RSS})
+		}
+	}
 	return nil
 }
 
@@ -667,6 +677,7 @@ type gvisorSpec struct {
 	TmpSize   int64
 	OpenFiles int
 	Args      []string // the container's command; nil means the runner in --forkserver mode
+	Preload   []string // the runner's --preload argument, or nil
 	// Seccomp is the policy gVisor enforces on the code; nil means none.
 	Seccomp *seccomp.Profile
 }
@@ -791,6 +802,7 @@ func ociConfig(s gvisorSpec) ociSpec {
 	args := s.Args
 	if args == nil {
 		args = []string{s.Python, "-I", "-B", RuntimeMount + "/codecell_runner.py", "--forkserver", "--scratch", "/tmp:/dev/shm"}
+		args = append(args, s.Preload...)
 		if s.Skills != "" {
 			args = append(args, "--skills", SkillsMount)
 		}

@@ -24,11 +24,23 @@ type Options struct {
 	Python   string // interpreter; default /usr/bin/python3
 	Limits   Limits // per-execution limits; zero fields take DefaultLimits
 	StateDir string // where the runner files and sandbox state live; required
-	// PoolSize is how many idle sandboxes are kept warm per workspace;
-	// zero means none (every execution starts one cold).
+	// PoolSize is how many idle sandboxes are kept warm per workspace
+	// while its executions overlap; zero means none (every execution starts
+	// one cold).
 	PoolSize int
+	// IdlePoolSize is how many a workspace keeps once it has run nothing
+	// for IdleAfter, at most PoolSize; zero means PoolSize (the pool never
+	// shrinks), a negative number none. A workspace's pool grows from it
+	// to PoolSize as its executions overlap (see demand).
+	IdlePoolSize int
+	// IdleAfter is how long a workspace runs nothing before its pool
+	// shrinks to IdlePoolSize; zero means a minute.
+	IdleAfter time.Duration
 	// Seccomp is the compiled seccomp program for production; required there.
 	Seccomp []byte
+	// Preload names the modules each fork server imports before it forks
+	// (DefaultPreload is the config's default); nil means none.
+	Preload []string
 	// GenDir is the host directory of the generated servers package; the
 	// code imports from it (README, "Your MCP servers as a Python API"). "" means there is none.
 	GenDir string
@@ -60,11 +72,15 @@ type Manager struct {
 	// millisecond, far sooner than a new one starts.
 	busy     map[target]int
 	returned chan struct{} // closed and replaced whenever one comes back
+	demand   map[target]*demand
 	closed   bool
+	stop     chan struct{}  // closed by Close: ends the trimmer
 	wg       sync.WaitGroup // refill goroutines, kills of dead idle sandboxes and hardened teardowns (goTracked in gvisor.go)
 
 	errMu   sync.Mutex
 	errTail bytes.Buffer // the last sandbox stderr, for start errors
+
+	preloads preloads // what the fork servers preloaded
 
 	dirMu    sync.Mutex      // guards prepared
 	prepared map[string]bool // workspaces PrepareDir has set up
@@ -123,7 +139,19 @@ func New(opts Options) (*Manager, error) {
 		starting:     map[target]int{},
 		busy:         map[target]int{},
 		returned:     make(chan struct{}),
+		demand:       map[target]*demand{},
+		stop:         make(chan struct{}),
 	}
+	if m.opts.IdleAfter <= 0 {
+		m.opts.IdleAfter = time.Minute
+	}
+	switch {
+	case m.opts.IdlePoolSize == 0:
+		m.opts.IdlePoolSize = m.opts.PoolSize
+	case m.opts.IdlePoolSize < 0:
+		m.opts.IdlePoolSize = 0
+	}
+	m.opts.IdlePoolSize = min(m.opts.IdlePoolSize, m.opts.PoolSize)
 	if opts.Level != Development {
 		m.cgroups, m.cgroupErr = cgroup.Host()
 		if m.cgroupErr != nil {
@@ -137,6 +165,8 @@ func New(opts Options) (*Manager, error) {
 		// A Python outside /usr (a venv, /opt) needs its prefix visible.
 		m.extraRO = append(m.extraRO, filepath.Dir(filepath.Dir(real)))
 	}
+	m.wg.Add(1)
+	go m.trim()
 	return m, nil
 }
 
@@ -223,12 +253,21 @@ func (m *Manager) WarmFor(req Request) {
 		m.log.Warn("warm pool", "error", err)
 		return
 	}
-	m.refill(m.targetOf(&req))
+	// Both kinds: code of either may come first.
+	tg := m.targetOf(&req)
+	m.refill(tg)
+	if len(m.opts.Preload) > 0 {
+		tg.preload = !tg.preload
+		m.refill(tg)
+	}
 }
 
 // Close kills every idle sandbox and waits for refills to stop.
 func (m *Manager) Close() error {
 	m.mu.Lock()
+	if !m.closed {
+		close(m.stop)
+	}
 	m.closed = true
 	var all []sandbox
 	for ws, list := range m.idle {
@@ -286,6 +325,7 @@ func (m *Manager) get(ctx context.Context, workspace target) (sandbox, error) {
 			m.idle[workspace] = list[1:]
 			if sb.alive() {
 				m.busy[workspace]++
+				m.noteDemand(workspace)
 				m.mu.Unlock()
 				return sb, nil
 			}
@@ -315,6 +355,7 @@ func (m *Manager) get(ctx context.Context, workspace target) (sandbox, error) {
 func (m *Manager) startBusy(ctx context.Context, workspace target) (sandbox, error) {
 	m.mu.Lock()
 	m.busy[workspace]++
+	m.noteDemand(workspace)
 	m.mu.Unlock()
 	// A new target for a workspace supersedes its others: the namespace's
 	// environment or skills directory changed, so their warm sandboxes
@@ -362,7 +403,7 @@ func (m *Manager) refill(workspace target) {
 		return
 	}
 	// Busy sandboxes count: they come back after their execution.
-	need := m.opts.PoolSize - len(m.idle[workspace]) - m.starting[workspace] - m.busy[workspace]
+	need := m.want(workspace) - len(m.idle[workspace]) - m.starting[workspace] - m.busy[workspace]
 	for i := 0; i < need; i++ {
 		m.starting[workspace]++
 		m.wg.Add(1)
@@ -406,6 +447,16 @@ type target struct {
 	readOnly  string // host directories exposed read-only at their own path, NUL-separated
 	skills    string // the namespace's skills directory (Request.Skills): namespaces never share a sandbox
 	skillsDir uint64 // its dirID, as dir is the workspace's
+	// preload says the sandbox's fork server imports Options.Preload (see
+	// importsBeyondStdlib): a workspace has a pool of each kind.
+	preload bool
+}
+
+// sameBut says whether tg and other differ in their kind of fork server
+// alone: both serve the same workspace, interpreter and skills.
+func (tg target) sameBut(other target) bool {
+	tg.preload = other.preload
+	return tg == other
 }
 
 // defaultTarget is the target of a workspace with the Manager's Python.
@@ -436,6 +487,7 @@ func (m *Manager) targetOf(req *Request) target {
 	if req.Skills != "" {
 		tg.skills, tg.skillsDir = req.Skills, dirID(req.Skills)
 	}
+	tg.preload = len(m.opts.Preload) > 0 && importsBeyondStdlib(req.Code)
 	return tg
 }
 
@@ -479,7 +531,7 @@ func (m *Manager) dropIdle(workspace string, keep target) {
 	m.mu.Lock()
 	var drop []sandbox
 	for tg, list := range m.idle {
-		if tg.workspace == workspace && tg != keep {
+		if tg.workspace == workspace && !tg.sameBut(keep) {
 			drop = append(drop, list...)
 			delete(m.idle, tg)
 		}

@@ -100,12 +100,15 @@ func (e *CallError) Error() string { return e.Kind + ": " + e.Message }
 // Result is the outcome of one execution. Failures of the code, limits and
 // sandbox faults are all Results with OK false; Exec itself never fails.
 type Result struct {
-	OK        bool       `json:"ok"`
-	Stdout    string     `json:"stdout"`
-	Stderr    string     `json:"stderr"`
-	Truncated Truncated  `json:"truncated"`
-	Result    any        `json:"result"`
-	Error     *ExecError `json:"error"`
+	OK        bool      `json:"ok"`
+	Stdout    string    `json:"stdout"`
+	Stderr    string    `json:"stderr"`
+	Truncated Truncated `json:"truncated"`
+	Result    any       `json:"result"`
+	// Table is a small DataFrame or Series result as data, beside its text
+	// in Result (see the runner's codecell._tables); nil otherwise.
+	Table any        `json:"table,omitempty"`
+	Error *ExecError `json:"error"`
 	// Images are what the code showed: display_image calls, matplotlib
 	// figures left open, an Image result. ImagesDropped describes those
 	// past the runner's bounds.
@@ -236,6 +239,7 @@ type resultFrame struct {
 	Result *struct {
 		Kind  string          `json:"kind"`
 		Value json.RawMessage `json:"value"`
+		Table json.RawMessage `json:"table"`
 	} `json:"result"`
 	Images        []Image  `json:"images"`
 	ImagesDropped []string `json:"images_dropped"`
@@ -270,6 +274,23 @@ func (f *resultFrame) value() any {
 		return nil
 	}
 	return v
+}
+
+// maxTable bounds a result's table: the runner sends one only up to 32 KiB
+// of JSON, but the runner is the sandbox's.
+const maxTable = 64 << 10
+
+// table decodes the result's table: an object of at most maxTable bytes,
+// else nil.
+func (f *resultFrame) table() any {
+	if f.Result == nil || len(f.Result.Table) == 0 || len(f.Result.Table) > maxTable {
+		return nil
+	}
+	var t map[string]any
+	if json.Unmarshal(f.Result.Table, &t) != nil || t == nil || nestsDeeper(t, maxResultDepth) {
+		return nil
+	}
+	return t
 }
 
 // resultSlack is what a result may exceed the output limit by: the

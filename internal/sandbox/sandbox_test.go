@@ -88,7 +88,7 @@ func TestBasics(t *testing.T) {
 				{name: "fresh state", code: "import linecache, sys\n" +
 					"[sorted(k for k in globals() if not k.startswith('__')), sorted(k for k in linecache.cache if k.startswith('<')),\n" +
 					" sys.stdout.seekable(), sys.stdout.isatty(), sys.stderr.seekable(), sys.stdin.read(), sys.stdout.fileno(), sys.stderr.fileno()]",
-					ok: true, result: []any{[]any{"display_image", "linecache", "sys"}, []any{"<cell>"}, false, false, false, "", float64(1), float64(2)}},
+					ok: true, result: []any{[]any{"display", "display_image", "linecache", "sys"}, []any{"<cell>"}, false, false, false, "", float64(1), float64(2)}},
 				// Past inlineFrame the exec frame's rest follows its first
 				// message.
 				{name: "code larger than one message", code: "s = '" + strings.Repeat("x", 100_000) + "'\nlen(s)", ok: true, result: float64(100_000)},

@@ -43,6 +43,9 @@ func (m *Manager) OpenSession(ctx context.Context, req Request) (*Session, error
 		return nil, err
 	}
 	tg := m.targetOf(&req)
+	// A session is where data work keeps its state: its interpreter has
+	// the preload, whatever its first code imports.
+	tg.preload = len(m.opts.Preload) > 0
 	sb, err := m.get(ctx, tg)
 	if err != nil {
 		return nil, fmt.Errorf("start the session's sandbox: %w", err)

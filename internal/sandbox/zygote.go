@@ -46,6 +46,8 @@ type ctlMsg struct {
 	Clean  bool   `json:"clean"`
 	Status *int   `json:"status"`
 	Signal *int   `json:"signal"`
+	// Preload is the "ready" frame's report of what was preloaded.
+	Preload *PreloadReport `json:"preload"`
 
 	// channel is the descriptor a "child" message carries: the channel to a
 	// process forked ahead of need, waiting for its exec frame.
@@ -86,6 +88,7 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 	case Development:
 		cmd = proc.Command(context.Background(), tg.python, "-I", "-B", filepath.Join(m.runtime, "codecell_runner.py"),
 			"--zygote", "3")
+		cmd.Args = append(cmd.Args, m.preloadArg(tg)...)
 		if m.opts.GenDir != "" {
 			cmd.Args = append(cmd.Args, "--gen", m.opts.GenDir)
 		}
@@ -116,6 +119,7 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 			Gen:          m.opts.GenDir,
 			Skills:       tg.skills,
 			TmpSize:      m.limits.TmpSize,
+			Preload:      m.preloadArg(tg),
 		})
 		seccompFile, err := pipeWith(m.opts.Seccomp)
 		if err != nil {
@@ -206,6 +210,19 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 	select {
 	case msg, ok := <-z.msgs:
 		if ok && msg.Type == channel.TypeReady {
+			m.notePreload(msg.Preload)
+			if cg != nil && msg.Preload != nil && (msg.Preload.RSS > 0 || msg.Preload.Threads > 0) {
+				// What the preload holds is the fork server's, not the
+				// code's: the cgroup allows it on top.
+				err := cg.SetLimits(cgroup.Limits{
+					Memory: m.limits.Memory + ForkServerMemory + msg.Preload.RSS,
+					Pids:   m.limits.Pids + forkServerPids + msg.Preload.Threads,
+				})
+				if err != nil {
+					z.kill()
+					return nil, fmt.Errorf("start %s sandbox: %w", m.opts.Level, err)
+				}
+			}
 			return z, nil
 		}
 		z.kill()
@@ -327,7 +344,7 @@ func sandboxAttr(hostUser string) *syscall.SysProcAttr {
 
 func (z *zygote) readControl() {
 	defer close(z.msgs)
-	buf := make([]byte, 4096)
+	buf := make([]byte, 64<<10) // a "ready" frame lists the preload's failures
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	for {
 		n, oobn, _, _, err := z.ctl.ReadMsgUnix(buf, oob)

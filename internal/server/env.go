@@ -16,6 +16,8 @@ type ConfigureEnvironmentInput struct {
 	Type string `json:"type" jsonschema:"system, venv, uv or conda."`
 	Path string `json:"path,omitempty" jsonschema:"An existing environment's absolute directory; without it (venv, uv) codecell creates and manages one."`
 	Name string `json:"name,omitempty" jsonschema:"A conda environment's name, for reference."`
+	// SystemPackages is a pointer: absent means true.
+	SystemPackages *bool `json:"system_packages,omitempty" jsonschema:"For a venv or uv environment codecell makes: whether it also sees the system's packages (pandas, numpy, matplotlib and the rest), under its own. Default true."`
 }
 
 // InstallDependenciesInput is the input of install_dependencies.
@@ -54,7 +56,7 @@ func (s *Server) addEnvTools() {
 		Title:       "Choose the Python environment",
 		Description: "Choose the Python environment execute_code runs in: system, venv, uv or conda. Without a path, a venv or uv environment is created and managed by codecell. The choice persists.",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in ConfigureEnvironmentInput) (*mcp.CallToolResult, envs.Config, error) {
-		c, err := s.envs.Configure(ctx, namespaceOf(req), in.Type, in.Path, in.Name)
+		c, err := s.envs.Choose(ctx, namespaceOf(req), envs.Choice{Type: in.Type, Path: in.Path, Name: in.Name, SystemPackages: in.SystemPackages})
 		if err != nil {
 			return nil, envs.Config{}, err
 		}

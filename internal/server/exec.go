@@ -55,6 +55,7 @@ type ExecuteCodeOutput struct {
 	ContextSavings   *ContextSavings `json:"context_savings,omitempty" jsonschema:"When tools were called: bytes of tool results that stayed in the sandbox against bytes returned."`
 	Isolation        string          `json:"isolation" jsonschema:"The isolation level the code ran under."`
 	Images           []ImageInfo     `json:"images,omitempty" jsonschema:"Images the code showed (display_image, matplotlib figures left open, an Image result), sent as image content."`
+	Table            any             `json:"table,omitempty" jsonschema:"When the result is a small pandas DataFrame or Series: the whole of it as {columns, index, data}, beside the table's text in result."`
 
 	// calls is every upstream call, for the execution log and the metrics;
 	// the answer lists only the failed ones.
@@ -318,6 +319,7 @@ func outputOf(res *sandbox.Result) ExecuteCodeOutput {
 		Stdout:     res.Stdout,
 		Stderr:     res.Stderr,
 		Result:     res.Result,
+		Table:      res.Table,
 		Error:      res.Error,
 		DurationMS: float64(res.Duration.Microseconds()) / 1000,
 		Isolation:  string(res.Isolation),

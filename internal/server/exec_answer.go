@@ -233,6 +233,9 @@ func (s *Server) boundAnswer(ctx context.Context, ns string, out *ExecuteCodeOut
 		out.OutputFile = file
 		link = &mcp.ResourceLink{URI: fileURI(file), Name: file, MIMEType: "text/plain"}
 	}
+	// A frame's table is the result's text again, as data: past the
+	// budget the text alone stays.
+	out.Table = nil
 	uncut := *out
 	room := budget - answerSize(bare(out), link)
 	for range fitTries {

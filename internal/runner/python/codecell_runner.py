@@ -55,6 +55,7 @@ CELL = "<cell>"
 THREAD_STACK = 2 << 20
 _rpc = None  # codecell._rpc, imported by main once sys.path is set
 _display = None  # codecell._display, likewise
+_tables = None  # codecell._tables, likewise
 # Frames come from the host, which is trusted; the bound only stops nonsense.
 MAX_FRAME = 256 << 20
 PR_SET_PDEATHSIG = 1
@@ -167,7 +168,12 @@ def apply_limits(limits):
     threading.stack_size(THREAD_STACK)
     guard_thread_start(limits)
     setlim(resource.RLIMIT_CORE, 0)
-    setlim(resource.RLIMIT_AS, limits.get("memory"))
+    memory = limits.get("memory")
+    if memory:
+        # What the fork server preloaded is not the code's: the code gets
+        # the address space it would have had without it.
+        memory += _preloaded["vm"]
+    setlim(resource.RLIMIT_AS, memory)
     fsize = limits.get("file_size")
     soft = limits.get("file_size_soft")
     if fsize is not None and soft:
@@ -234,6 +240,17 @@ def jsonable(value):
 
 
 def encode_result(value, limit):
+    if _tables is not None and _tables.kind(value) is not None:
+        # A frame as a table a model reads (head, tail, shape, dtypes), and
+        # as data when it is small.
+        try:
+            out = {"kind": "repr", "value": cut_text(_tables.text(value), limit)}
+            t = _tables.table(value)
+            if t is not None:
+                out["table"] = t
+            return out
+        except Exception:
+            pass  # a frame that cannot be shown so is shown as its repr
     v, ok = jsonable(value)
     if ok and len(_json_dumps(v)) <= limit:
         return {"kind": "json", "value": v}
@@ -475,7 +492,7 @@ def run_cell(code, glb, filename=CELL):
 
 def new_globals():
     return {"__name__": "__main__", "__builtins__": builtins, "__doc__": None,
-            "display_image": _display.display_image}
+            "display_image": _display.display_image, "display": _tables.display}
 
 
 def stdin_devnull():
@@ -663,6 +680,13 @@ def become_child():
     # pages an execution otherwise never needs.
     _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
     _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    if "matplotlib" in sys.modules:
+        # matplotlib, preloaded, knows its cache dir from the fork server;
+        # the wipe after each execution took it.
+        try:
+            os.makedirs(os.environ.get("MPLCONFIGDIR", "/tmp/.matplotlib"), exist_ok=True)
+        except OSError:
+            pass
 
 
 def child_main(chan, limits, outfds=None, header=b"", pipes=None):
@@ -835,6 +859,149 @@ def recv_fds(sock, size):
     return data, fds
 
 
+# --- preload -----------------------------------------------------------------
+
+# What preload did, for the "ready" frame: the modules imported, those that
+# failed (with why), and the address space they mapped, which each child's
+# memory limit leaves out (the code gets the headroom it had without them).
+_preloaded = {"loaded": [], "failed": [], "vm": 0, "rss": 0, "threads": 0}
+_PRELOAD = []  # the modules to preload (--preload)
+
+
+def _status(*keys):
+    """Fields of /proc/self/status, in bytes (kB fields) or counts."""
+    out = dict.fromkeys(keys, 0)
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                k, _, v = line.partition(b":")
+                k = k.decode()
+                if k in out:
+                    parts = v.split()
+                    out[k] = int(parts[0]) * (1024 if parts[1:] == [b"kB"] else 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def trusted_path(entry):
+    """Says whether a sys.path entry holds only what the operator installed:
+    the interpreter's own library and the system's site directories, never
+    an environment that install_dependencies writes into (a venv's own
+    site-packages) nor anything the code could have placed."""
+    real = os.path.realpath(entry or ".")
+    if sys.prefix != sys.base_prefix and (real == sys.prefix or real.startswith(sys.prefix + os.sep)):
+        return False  # a venv's own packages: what install_dependencies put there
+    for root in (os.path.realpath(sys.base_prefix), "/usr"):
+        if real == root or real.startswith(root + os.sep):
+            return True
+    return False
+
+
+def top_level_names(entry):
+    """The top-level module names a sys.path entry provides."""
+    names = set()
+    try:
+        listing = os.listdir(entry)
+    except OSError:
+        return names
+    for name in listing:
+        base = name.split(".", 1)[0]
+        if base and not name.endswith((".dist-info", ".egg-info", ".pth")):
+            names.add(base)
+    return names
+
+
+def preload(modules):
+    """Imports modules in the fork server, before it forks, so that an
+    execution importing them finds them loaded.
+
+    Only what the operator installed is imported here: sys.path is cut to
+    the system's own entries for the duration, so the fork server never runs
+    code that install_dependencies or the code put in place (it never runs
+    user code). An environment that replaces a system package (its own
+    numpy, say) gets no preload at all: a system module imported here would
+    stand in for the environment's. A module that fails is reported and
+    skipped. Module-level random state is reseeded in each child (see
+    reseed).
+    """
+    if not modules:
+        return
+    before = _status("VmSize", "VmRSS", "Threads")
+    saved = list(sys.path)
+    own = [p for p in saved if p and not trusted_path(p)]
+    shadowed = set()
+    system = [p for p in saved if p and trusted_path(p)]
+    if own:
+        mine = set()
+        for p in own:
+            mine |= top_level_names(p)
+        for p in system:
+            shadowed |= mine & top_level_names(p)
+        shadowed -= {"codecell", "servers", "skills", "__pycache__", "codecell_runner"}
+    if shadowed:
+        why = "the environment has its own %s, which a system module preloaded here would stand in for" % ", ".join(sorted(shadowed)[:5])
+        _preloaded["failed"] = [{"module": m, "error": why} for m in modules]
+        return
+    sys.path[:] = system
+    try:
+        for name in modules:
+            try:
+                __import__(name)
+                _preloaded["loaded"].append(name)
+            except BaseException as e:  # SystemExit or a library's own error alike
+                msg = "%s: %s" % (type(e).__name__, e)
+                _preloaded["failed"].append({"module": name, "error": msg[:200]})
+    finally:
+        sys.path[:] = saved
+    warm_preloaded()
+    after = _status("VmSize", "VmRSS", "Threads")
+    _preloaded["vm"] = max(0, after["VmSize"] - before["VmSize"])
+    _preloaded["rss"] = max(0, after["VmRSS"] - before["VmRSS"])
+    _preloaded["threads"] = max(0, after["Threads"] - before["Threads"])
+
+
+def warm_preloaded():
+    """Runs, once in the fork server, what the preloaded libraries do lazily
+    on their first use in a process (pandas' groupby machinery, matplotlib's
+    renderer and fonts), so that each child inherits it done. Library code
+    on fixed data, never the code's; a failure only leaves it undone."""
+    pd = sys.modules.get("pandas")
+    if pd is not None:
+        try:
+            df = pd.DataFrame({"k": [1, 2, 1], "v": [1.0, 2.0, 3.0]})
+            df.groupby("k")["v"].agg(["sum", "mean"])
+            df.merge(df, on="k").pivot_table(index="k", values="v_x", aggfunc="sum")
+            df.to_string()
+        except Exception:
+            pass
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        try:
+            plt.plot([1, 2, 3], [3, 1, 2])
+            plt.savefig(io.BytesIO(), format="png")
+        except Exception:
+            pass
+        finally:
+            plt.close("all")
+
+
+def reseed():
+    """Gives a child its own random state where a preloaded module made one
+    at import: every child would otherwise start from the fork server's
+    (numpy's global RandomState, which numpy seeds once at import; random's
+    own after-fork hook does not run under fork(), which skips them)."""
+    r = sys.modules.get("random")
+    if r is not None:
+        r.seed()
+    npr = sys.modules.get("numpy.random")
+    if npr is not None:
+        try:
+            npr.seed()
+        except Exception:
+            pass
+
+
 def warm_up():
     """Runs the execution path once on nothing in the fork server, so the
     lazy initialisation it costs is done once, not in every child."""
@@ -870,18 +1037,21 @@ def fork():
     locks, threading._after_fork, signal state): on this kind of VM those
     alone cost about 160 copy-on-write page faults, a third of a child's
     faults before it runs the code. They exist for a process that had other
-    threads or modules that reseed (random) when it forked; the fork server
-    has neither (it starts no thread and imports no such module: checked
-    here, with os.fork the fallback). glibc's fork still runs its own
-    atfork handlers. Through PyDLL the call keeps the GIL, so the child
-    starts holding it as the parent's only thread did.
+    threads when it forked, and for modules that reseed (random); the fork
+    server starts no thread (checked here, with os.fork the fallback), and
+    the child reseeds what needs it itself (reseed). glibc's fork still runs
+    its own atfork handlers (OpenBLAS's, for one). Through PyDLL the call
+    keeps the GIL, so the child starts holding it as the parent's only
+    thread did.
     """
-    if (threading.active_count() != 1 or "random" in sys.modules
-            or sys.implementation.name != "cpython"
+    if (threading.active_count() != 1 or sys.implementation.name != "cpython"
             or not getattr(sys, "_is_gil_enabled", lambda: True)()):
         # Or an interpreter whose state after a fork this was not made for:
         # another implementation, or a free-threaded build.
-        return os.fork()
+        pid = os.fork()
+        if pid == 0:
+            reseed()
+        return pid
     pid = _libc_gil.fork()
     if pid < 0:
         e = ctypes.get_errno()
@@ -891,6 +1061,7 @@ def fork():
         set_native_id = getattr(threading.main_thread(), "_set_native_id", None)
         if set_native_id is not None:
             set_native_id()
+        reseed()
     return pid
 
 
@@ -992,10 +1163,11 @@ def zygote(ctl_fd, isolated, scratch):
     # Orphans of an execution re-parent here so they can be reaped.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     ctl = _socket.socket(fileno=ctl_fd)
+    preload(_PRELOAD)
     warm_up()
     settle()
     baseline = inherited()
-    ctl.send(_json_dumps({"type": "ready", "pid": os.getpid()}).encode())
+    ctl.send(_json_dumps({"type": "ready", "pid": os.getpid(), "preload": _preloaded}).encode())
     while True:
         try:
             pid = prefork(ctl)
@@ -1106,16 +1278,21 @@ def forkserver(scratch):
     # with this process: their flags are put back after each execution
     # (code that made stdin non-blocking would end the next child's read).
     flags = [fcntl.fcntl(fd, fcntl.F_GETFL) for fd in (0, 1)]
+    preload(_PRELOAD)
     warm_up()
     settle()
     baseline = inherited()
+    first = True
     while True:
         sync = os.urandom(16).hex()
         pid = fork()
         if pid == 0:
             forkserver_child(sync)  # never returns
         key = os.urandom(16).hex()
-        chan.send({"type": "ready", "sync": sync, "key": key})
+        ready = {"type": "ready", "sync": sync, "key": key}
+        if first:
+            ready["preload"], first = _preloaded, False
+        chan.send(ready)
         _, status = os.waitpid(pid, 0)
         clean = kill_others(True)
         for d in scratch:
@@ -1170,7 +1347,7 @@ def forkserver_child(sync):
 def main(argv):
     # The codecell package (next to this file) and the generated servers
     # package (--gen) are importable by the code.
-    global _GEN, _rpc, _display
+    global _GEN, _rpc, _display, _tables, _PRELOAD
     if "--gen" in argv:
         _GEN = os.path.abspath(argv[argv.index("--gen") + 1])
         sys.path.insert(0, _GEN)
@@ -1187,7 +1364,9 @@ def main(argv):
         skills = importlib.util.module_from_spec(spec)
         skills.__doc__ = "Saved skills: from skills.<name> import <function>."
         sys.modules["skills"] = skills
-    from codecell import _display, _rpc
+    from codecell import _display, _rpc, _tables
+    if "--preload" in argv:
+        _PRELOAD = [m for m in argv[argv.index("--preload") + 1].split(",") if m]
     scratch = []
     isolated = "--isolated" in argv
     if "--scratch" in argv:
@@ -1199,7 +1378,7 @@ def main(argv):
     else:
         sys.stderr.write("usage: codecell_runner.py --zygote FD [--isolated] [--scratch DIRS]"
                          " | --forkserver [--scratch DIRS]"
-                         " [--gen DIR] [--skills DIR]\n")
+                         " [--gen DIR] [--skills DIR] [--preload MODULES]\n")
         sys.exit(2)
 
 

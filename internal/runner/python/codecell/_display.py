@@ -65,6 +65,13 @@ def _add(data, mime_type):
     _images.append((data, mime_type))
 
 
+def show_figure(fig):
+    """Shows one matplotlib figure now, as a PNG."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    _add(buf.getvalue(), "image/png")
+
+
 def _figures():
     """Saves the matplotlib figures left open as PNGs, then closes them."""
     plt = sys.modules.get("matplotlib.pyplot")
