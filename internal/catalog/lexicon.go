@@ -1,6 +1,10 @@
 package catalog
 
-import "strings"
+import (
+	"slices"
+	"strings"
+	"sync"
+)
 
 // relatedWords maps words people use when they ask for something to the
 // words tool APIs use for it: "relocate" asks for a move, "plus" for a sum,
@@ -97,3 +101,86 @@ var related = func() map[string][]string {
 	}
 	return m
 }()
+
+// Weights of the WordNet relation (wordnet.go) against the query word
+// itself: below the hand-written lexicon's, as the relation is general
+// English and knows nothing of tools; a hypernym ("put" is a way to
+// "move") below a synonym or derived form.
+const (
+	wordnetCloseWeight = 0.35
+	wordnetBroadWeight = 0.25
+)
+
+// wordRelations are the stemmed tool terms a stemmed query term relates to
+// through WordNet, close and broad.
+type wordRelations struct {
+	close, broad []string
+}
+
+// wordnet maps a stemmed word to its WordNet relations, parsed from
+// wordnetData on first use: a program that never searches does not pay for
+// it.
+var wordnet = sync.OnceValue(func() map[string]wordRelations {
+	m := make(map[string]wordRelations, strings.Count(wordnetData, "\n"))
+	stems := func(list string, self string) []string {
+		var out []string
+		for _, w := range strings.Fields(list) {
+			if s := stem(w); s != self && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	for line := range strings.Lines(wordnetData) {
+		word, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+		closeList, broadList, _ := strings.Cut(rest, "\t")
+		k := stem(word)
+		r := m[k]
+		for _, s := range stems(closeList, k) {
+			if !slices.Contains(r.close, s) {
+				r.close = append(r.close, s)
+			}
+		}
+		for _, s := range stems(broadList, k) {
+			if !slices.Contains(r.broad, s) && !slices.Contains(r.close, s) {
+				r.broad = append(r.broad, s)
+			}
+		}
+		m[k] = r
+	}
+	return m
+})
+
+// knownWords are the stemmed words WordNet's corpus uses that wordnet does
+// not relate to any tool word: English words, not typos.
+var knownWords = sync.OnceValue(func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(wordnetKnown) {
+		m[stem(w)] = true
+	}
+	return m
+})
+
+// isEnglish reports whether a stemmed term is a word of WordNet's corpus.
+func isEnglish(t string) bool {
+	_, ok := wordnetLookup(t)
+	return ok || knownWords()[t]
+}
+
+// wordnetLookup returns the WordNet relations of a stemmed query term, or of
+// its base form when it is a regular superlative WordNet does not list
+// ("largest", "newest").
+func wordnetLookup(t string) (wordRelations, bool) {
+	wn := wordnet()
+	if r, ok := wn[t]; ok {
+		return r, true
+	}
+	if base, ok := strings.CutSuffix(t, "est"); ok && len(base) >= 3 {
+		for _, b := range []string{base, stem(base + "e"), undouble(base)} {
+			if r, ok := wn[b]; ok {
+				return r, true
+			}
+		}
+	}
+	return wordRelations{}, false
+}

@@ -102,6 +102,27 @@ type weighted struct {
 func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) {
 	seen := make(map[string]bool)
 	cmd, cmdWords := shellCommand(text)
+	text, files, kinds := fileNames(text)
+	defer func() {
+		// File names stand for files, not for their words ("config.yaml"
+		// asks for no configuration): a concept of a file, of the kind of
+		// media it holds, and of several files when the request names
+		// several.
+		for _, words := range [][]string{{"file"}, kinds, {"multiple"}} {
+			if len(cs) == maxQueryTerms || len(words) == 0 || files == 0 || words[0] == "multiple" && files < 2 {
+				continue
+			}
+			var alts [][]weighted
+			for _, w := range words {
+				if id, ok := c.index.ids[stem(w)]; ok {
+					alts = append(alts, []weighted{{id, fileNameWeight}})
+					synonym = append(synonym, id)
+				}
+			}
+			cs = append(cs, concept{alts})
+		}
+		synonym = slices.DeleteFunc(synonym, func(id int32) bool { return slices.Contains(direct, id) })
+	}()
 	for _, r := range runs(text) {
 		if len(cs) == maxQueryTerms {
 			break
@@ -137,10 +158,12 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 			// the word typed: the postings carry the other word's own idf,
 			// which is higher when it is the rarer word ("document" for
 			// "file"). A word no tool uses is rarer than any.
+			wn, _ := wordnetLookup(t)
 			for _, other := range []struct {
 				words  []string
 				weight float64
-			}{{synonyms[t], synonymWeight}, {related[t], relatedWeight}} {
+			}{{synonyms[t], synonymWeight}, {related[t], relatedWeight},
+				{wn.close, wordnetCloseWeight}, {wn.broad, wordnetBroadWeight}} {
 				for _, s := range other.words {
 					id, ok := c.index.ids[s]
 					if !ok || slices.ContainsFunc(alts, func(a []weighted) bool { return len(a) == 1 && a[0].term == id }) {
@@ -154,9 +177,10 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 					synonym = append(synonym, id)
 				}
 			}
-			if len(alts) == 0 {
-				// A word no tool uses and nothing relates to: a typo of one
-				// that tools use ("serch memroy")?
+			if len(alts) == 0 && !isEnglish(t) {
+				// A word no tool uses and nothing relates to, and no word
+				// of English: a typo of one that tools use ("serch
+				// memroy")?
 				for _, id := range c.misspelt(t) {
 					alts = append(alts, []weighted{{id, typoWeight}})
 					synonym = append(synonym, id)
@@ -711,4 +735,51 @@ func dropNegated(text string) string {
 		out = append(out, fields[i])
 	}
 	return strings.Join(out, " ")
+}
+
+// fileNameWeight is what a file name counts for as the word "file" (and
+// its media kind as that word): it says a file is meant as plainly as the
+// word.
+const fileNameWeight = 0.5
+
+// fileNames takes the file names out of text ("config.yaml", "photos/cat.png",
+// "https://example.com/data.json": a word with an extension of two to five
+// letters and digits, not a web domain's) and returns the rest, how many
+// there were, and the kinds of media (mediaKinds) their extensions name.
+func fileNames(text string) (rest string, n int, kinds []string) {
+	fields := strings.Fields(text)
+	out := fields[:0:0]
+	for _, f := range fields {
+		name := strings.TrimRight(strings.Trim(f, "\"'`()[]{}<>,;:!?"), ".")
+		dot := strings.LastIndexByte(name, '.')
+		ext := strings.ToLower(name[dot+1:])
+		if dot <= 0 || !isExtension(ext) || strings.ContainsRune(".-/", rune(name[dot-1])) {
+			out = append(out, f)
+			continue
+		}
+		n++
+		if k, ok := mediaKinds[ext]; ok && !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return strings.Join(out, " "), n, kinds
+}
+
+// isExtension reports whether a lower-case word can be a file name's
+// extension: two to five letters and digits, a letter first, and no web
+// domain's ending.
+func isExtension(ext string) bool {
+	if len(ext) < 2 || len(ext) > 5 || ext[0] < 'a' || ext[0] > 'z' {
+		return false
+	}
+	for _, r := range ext {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	switch ext {
+	case "com", "org", "net", "edu", "gov":
+		return false
+	}
+	return true
 }
