@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/codecell/codecell/internal/editdist"
 )
@@ -103,7 +104,20 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 	seen := make(map[string]bool)
 	cmd, cmdWords := shellCommand(text)
 	text, files, kinds := fileNames(text)
+	text, names := c.properNames(text)
 	defer func() {
+		// Proper names stand for the things they name, not for their
+		// words ("Bob" asks for no haircut): a concept of a named thing.
+		if names > 0 && len(cs) < maxQueryTerms {
+			var alts [][]weighted
+			for _, w := range namedWords {
+				if id, ok := c.index.ids[w]; ok {
+					alts = append(alts, []weighted{{id, properNameWeight}})
+					synonym = append(synonym, id)
+				}
+			}
+			cs = append(cs, concept{alts})
+		}
 		// File names stand for files, not for their words ("config.yaml"
 		// asks for no configuration): a concept of a file, of the kind of
 		// media it holds, and of several files when the request names
@@ -141,13 +155,17 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 			}
 			if t == cmd {
 				// A command of a shell command line stands for what its
-				// man page says it does, as a whole.
+				// man page says it does, as a whole: a tool that has all
+				// the words of it the catalog knows matches it fully.
 				var parts []weighted
 				for _, w := range cmdWords {
-					if id, ok := c.index.ids[w]; ok {
-						parts = append(parts, weighted{id, 1 / float64(len(cmdWords))})
+					if id, ok := c.index.ids[w]; ok && !slices.ContainsFunc(parts, func(p weighted) bool { return p.term == id }) {
+						parts = append(parts, weighted{id, 1})
 						synonym = append(synonym, id)
 					}
+				}
+				for i := range parts {
+					parts[i].weight = 1 / float64(len(parts))
 				}
 				if len(parts) > 0 {
 					alts = append(alts, parts)
@@ -780,6 +798,56 @@ func isExtension(ext string) bool {
 	switch ext {
 	case "com", "org", "net", "edu", "gov":
 		return false
+	}
+	return true
+}
+
+// namedWords are the terms of tools for named things: what a proper name
+// in a request is a name of.
+var namedWords = []string{stem("name"), stem("entity")}
+
+// properNameWeight is what a proper name counts for as the words of named
+// things: less than a word typed, as "Alice" may be the name of anything.
+const properNameWeight = 0.3
+
+// properNames finds the proper names of text that no tool uses: a
+// capitalized word ("Alice", "Acme's") that does not start a sentence, has
+// no other capital ("URIs", "GitHub" are no names of people or firms) and
+// is no term of the catalog. It returns text without those that WordNet
+// relates to nothing, and how many there were.
+func (c *Catalog) properNames(text string) (rest string, n int) {
+	fields := strings.Fields(text)
+	out := fields[:0:0]
+	start := true // the next word starts a sentence
+	for _, f := range fields {
+		w := strings.Trim(f, "\"'`()[]{}<>,;:!?.")
+		w = strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s")
+		name := !start && len(w) > 1 && isCapitalized(w)
+		if name {
+			if _, known := c.index.ids[stem(strings.ToLower(w))]; known {
+				name = false
+			}
+		}
+		start = strings.ContainsAny(f[len(f)-1:], ".!?")
+		if name {
+			n++
+			if _, related := wordnetLookup(stem(strings.ToLower(w))); !related {
+				continue
+			}
+			// A word of English too ("Done", "Bob"): read both ways.
+		}
+		out = append(out, f)
+	}
+	return strings.Join(out, " "), n
+}
+
+// isCapitalized reports whether w is a capital letter followed by
+// lower-case letters only.
+func isCapitalized(w string) bool {
+	for i, r := range w {
+		if i == 0 && !unicode.IsUpper(r) || i > 0 && !unicode.IsLower(r) {
+			return false
+		}
 	}
 	return true
 }
