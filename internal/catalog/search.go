@@ -103,6 +103,7 @@ type weighted struct {
 func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) {
 	seen := make(map[string]bool)
 	cmd, cmdWords := shellCommand(text)
+	redirect := redirectsToFile(text)
 	text, files, kinds := fileNames(text)
 	text, names := c.properNames(text)
 	defer func() {
@@ -122,8 +123,9 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 		// asks for no configuration): a concept of a file, of the kind of
 		// media it holds, and of several files when the request names
 		// several.
-		for _, words := range [][]string{{"file"}, kinds, {"multiple"}} {
-			if len(cs) == maxQueryTerms || len(words) == 0 || files == 0 || words[0] == "multiple" && files < 2 {
+		for _, words := range [][]string{{"file"}, kinds, {"multiple"}, {"write"}} {
+			if len(cs) == maxQueryTerms || len(words) == 0 || files == 0 ||
+				words[0] == "multiple" && files < 2 || words[0] == "write" && !redirect {
 				continue
 			}
 			var alts [][]weighted
@@ -850,4 +852,23 @@ func isCapitalized(w string) bool {
 		}
 	}
 	return true
+}
+
+// redirectsToFile reports whether text holds a shell redirection of output
+// to a file ("echo hi > notes.txt", ">> log.md"): it asks to write the file.
+func redirectsToFile(text string) bool {
+	fields := strings.Fields(text)
+	for i, f := range fields {
+		if !strings.HasPrefix(f, ">") {
+			continue
+		}
+		target := strings.TrimLeft(f, ">")
+		if target == "" && i+1 < len(fields) {
+			target = fields[i+1]
+		}
+		if _, n, _ := fileNames(target); n > 0 {
+			return true
+		}
+	}
+	return false
 }
