@@ -17,35 +17,38 @@ import (
 // nouns of tool APIs (files, storage, memory, messages, processes, maths),
 // written from how the words are used in English, not from any tool list;
 // search_quality_test.go and paraphrase_test.go measure what it does. Keys
-// and values are plain words; they are stemmed like everything else.
+// and values are plain words; they are stemmed like everything else. What
+// WordNet relates as well (wordnet.go: "large" and "size", "transfer" and
+// "move") is left to it; what stays here is what WordNet does not know in
+// the sense of computing ("remember" asks for memory, "dump" to read all).
 var relatedWords = map[string][]string{
 	// Arithmetic.
-	"plus": {"sum", "add"}, "add": {"sum"}, "total": {"sum"}, "addition": {"sum"},
+	"plus": {"sum", "add"}, "add": {"sum"}, "addition": {"sum"},
 	"minus": {"subtract", "difference"}, "times": {"multiply", "product"},
 	// Saying back, showing.
-	"parrot": {"echo"}, "repeat": {"echo"}, "mirror": {"echo"},
+	"repeat": {"echo"}, "mirror": {"echo"},
 	"say": {"content", "text", "read"}, "says": {"content", "text", "read"},
 	"contents": {"content", "read"}, "inside": {"content", "list"},
 	// Size.
-	"little": {"tiny", "small"}, "small": {"tiny"}, "big": {"size", "info"}, "large": {"size"},
+	"little": {"tiny"}, "small": {"tiny"}, "big": {"info"},
 	"bytes": {"size"}, "space": {"size"},
 	// Pictures and media.
-	"picture": {"image"}, "photo": {"image", "media"}, "pic": {"image"}, "screenshot": {"image"},
+	"photo": {"image", "media"}, "pic": {"image"}, "screenshot": {"image"},
 	"audio": {"media"}, "sound": {"audio", "media"}, "video": {"media"},
 	// Compression.
 	"shrink": {"compress", "gzip"}, "zip": {"compress", "gzip"}, "gz": {"gzip", "compress"}, "squeeze": {"compress"},
 	// Make-believe and research.
 	"pretend": {"simulate", "simulated"}, "fake": {"simulate", "simulated", "mock"}, "mock": {"simulate", "simulated"},
-	"investigate": {"research", "analyze"}, "study": {"research"}, "thoroughly": {"deep"},
+	"investigate": {"research"}, "study": {"research"}, "thoroughly": {"deep"},
 	// Logs.
 	"chatter": {"logging", "log"}, "logs": {"logging"}, "verbose": {"logging"}, "debug": {"logging"},
 	// Asking the user.
-	"prompt": {"elicitation", "ask"}, "ask": {"elicitation", "request"}, "form": {"elicitation", "input"},
+	"prompt": {"elicitation", "ask"}, "ask": {"elicitation"}, "form": {"elicitation", "input"},
 	"person": {"user", "entity", "entities"}, "people": {"user", "entity", "entities"}, "human": {"user"},
 	"sign": {"url", "browser", "login"}, "login": {"url", "browser"}, "web": {"url", "browser"}, "page": {"url"},
 	"website": {"url"}, "uri": {"link", "resource"}, "uris": {"link", "resource"},
 	// Work that takes time.
-	"slow": {"long"}, "job": {"operation", "task"}, "task": {"operation"}, "far": {"progress"},
+	"slow": {"long"}, "job": {"operation"}, "task": {"operation"}, "far": {"progress"},
 	"kick": {"trigger", "start"}, "fire": {"trigger"},
 	// Models.
 	"language": {"llm", "sampling"}, "completion": {"sampling", "llm"}, "model": {"llm", "sampling"},
@@ -54,31 +57,30 @@ var relatedWords = map[string][]string{
 	"folder": {"directory", "directories"}, "folders": {"directory", "directories"}, "hierarchy": {"tree", "recursive"},
 	"nested": {"tree", "recursive"}, "editor": {"client", "roots"}, "top": {"roots"}, "workspace": {"roots", "directory"},
 	"share": {"roots", "provided"}, "shared": {"roots", "provided"},
-	"permitted": {"allowed", "access"}, "permission": {"allowed", "access", "permissions"}, "touch": {"access"},
+	"permitted": {"access"}, "permission": {"allowed", "access", "permissions"}, "touch": {"access"},
 	"reach": {"access"}, "owns": {"permissions", "info", "metadata"}, "owner": {"permissions", "metadata"},
 	"item": {"file", "entry"}, "items": {"file", "entry"},
 	// Moving, changing, saving.
-	"relocate": {"move"}, "transfer": {"move"}, "shift": {"move"},
-	"patch": {"edit", "replace"}, "tweak": {"edit"}, "fix": {"edit"}, "wording": {"text", "content"},
-	"save": {"write", "create"}, "store": {"write", "save", "memory"}, "disk": {"file", "write"},
+	"relocate": {"move"}, "patch": {"edit", "replace"}, "tweak": {"edit"}, "fix": {"edit"}, "wording": {"content"},
+	"save": {"write", "create"}, "store": {"write", "save"}, "disk": {"file", "write"},
 	"persist": {"write", "save"}, "keep": {"save", "memory"}, "put": {"write"},
 	"load": {"read"}, "open": {"read", "open"}, "view": {"read", "show"},
 	"several": {"multiple"}, "many": {"multiple"}, "batch": {"multiple"}, "once": {"multiple", "simultaneously"},
-	"locate": {"search", "find"}, "hunt": {"search"}, "lookup": {"search"}, "mention": {"search", "query"},
+	"locate": {"search"}, "mention": {"search", "query"},
 	"mentions": {"search", "query"}, "csv": {"file", "pattern"},
 	// Remembering: the knowledge graph.
-	"remember": {"memory", "entity", "observation", "create"}, "memorize": {"memory", "entity", "observation"},
+	"remember": {"memory", "entity", "observation", "create"}, "memorize": {"entity", "observation"},
 	"recall": {"memory", "open", "search", "read"}, "know": {"knowledge", "graph", "search"},
 	"forget": {"delete", "memory"}, "fact": {"observation", "knowledge"}, "facts": {"observation", "knowledge"},
-	"detail": {"observation", "info"}, "details": {"observation", "info"}, "note": {"observation", "add"},
-	"remembered": {"observation", "memory"}, "stored": {"memory", "graph", "knowledge"},
-	"record": {"create", "add", "log"}, "relationship": {"relation"}, "connection": {"relation"},
-	"link": {"relation", "url"}, "unlink": {"delete", "relation"}, "works": {"relation"}, "longer": {"delete"},
+	"detail": {"observation"}, "details": {"observation"}, "note": {"add"},
+	"remembered": {"observation", "memory"}, "stored": {"graph", "knowledge"},
+	"record": {"create", "add", "log"},
+	"unlink": {"delete", "relation"}, "works": {"relation"}, "longer": {"delete"},
 	"customer": {"entity"}, "dump": {"read", "entire", "all"}, "everything": {"entire", "all"},
 	"drop": {"delete", "remove"}, "wipe": {"delete"}, "erase": {"delete"}, "discard": {"delete"},
 	// Turning on and off.
 	"turn": {"toggle", "enable"}, "switch": {"toggle"}, "enable": {"toggle"}, "disable": {"toggle"},
-	"notify": {"notification", "updates", "subscribe"}, "watch": {"subscribe", "subscriber"},
+	"notify": {"updates", "subscribe"}, "watch": {"subscribe", "subscriber"},
 }
 
 // relatedWeight scales a related word's contribution relative to the query

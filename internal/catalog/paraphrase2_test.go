@@ -19,11 +19,16 @@ type paraphrase2 struct {
 	Kind   string   `json:"kind"` // constructive, destructive or read
 }
 
-// minParaphrase2Top3 holds what the search reaches on this set, so that a
-// change that loses ground fails. The issue's goal is 0.9, not met: on its
-// first run, before shell command lines were read (commands.go), it was 70
-// of 107 (0.654); now 75 (0.701). What it misses is listed by -v.
-const minParaphrase2Top3 = 0.70
+// minParaphrase2Top3 holds what the search reaches on this set, less two
+// queries, so that a change that loses ground fails. The issue's goal is
+// 0.9, not met: on its first run, before shell command lines were read
+// (commands.go), it was 70 of 107 (0.654); then 76 (0.710); with WordNet
+// (wordnet.go), file names and proper names read for what they stand for
+// and shell redirection, 91 (0.850). What it misses is listed by -v: mostly
+// requests whose words no general resource ties to the tool ("stat
+// package.json" for get_file_info, "break the 'manages' edge" for
+// delete_relations).
+const minParaphrase2Top3 = 0.83
 
 func TestParaphrases2(t *testing.T) {
 	f, err := os.Open("testdata/paraphrases2.jsonl")

@@ -106,39 +106,6 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 	redirect := redirectsToFile(text)
 	text, files, kinds := fileNames(text)
 	text, names := c.properNames(text)
-	defer func() {
-		// Proper names stand for the things they name, not for their
-		// words ("Bob" asks for no haircut): a concept of a named thing.
-		if names > 0 && len(cs) < maxQueryTerms {
-			var alts [][]weighted
-			for _, w := range namedWords {
-				if id, ok := c.index.ids[w]; ok {
-					alts = append(alts, []weighted{{id, properNameWeight}})
-					synonym = append(synonym, id)
-				}
-			}
-			cs = append(cs, concept{alts})
-		}
-		// File names stand for files, not for their words ("config.yaml"
-		// asks for no configuration): a concept of a file, of the kind of
-		// media it holds, and of several files when the request names
-		// several.
-		for _, words := range [][]string{{"file"}, kinds, {"multiple"}, {"write"}} {
-			if len(cs) == maxQueryTerms || len(words) == 0 || files == 0 ||
-				words[0] == "multiple" && files < 2 || words[0] == "write" && !redirect {
-				continue
-			}
-			var alts [][]weighted
-			for _, w := range words {
-				if id, ok := c.index.ids[stem(w)]; ok {
-					alts = append(alts, []weighted{{id, fileNameWeight}})
-					synonym = append(synonym, id)
-				}
-			}
-			cs = append(cs, concept{alts})
-		}
-		synonym = slices.DeleteFunc(synonym, func(id int32) bool { return slices.Contains(direct, id) })
-	}()
 	for _, r := range runs(text) {
 		if len(cs) == maxQueryTerms {
 			break
@@ -228,6 +195,35 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 		}
 		// A concept no tool can match still counts in the query's length,
 		// so that coverage stays honest about unknown words.
+		cs = append(cs, concept{alts})
+	}
+	// What the words left out stand for, each a concept of words tools
+	// use, weighed as a synonym is: proper names for a named thing ("Bob"
+	// asks for no haircut); file names for a file ("config.yaml" asks for
+	// no configuration), the kind of media it holds, several files when
+	// the request names several, and writing when output is redirected to
+	// one.
+	for _, k := range []struct {
+		words  []string
+		weight float64
+		ok     bool
+	}{
+		{namedWords, properNameWeight, names > 0},
+		{[]string{"file"}, fileNameWeight, files > 0},
+		{kinds, fileNameWeight, len(kinds) > 0},
+		{[]string{"multiple"}, fileNameWeight, files > 1},
+		{[]string{"write"}, fileNameWeight, redirect},
+	} {
+		if !k.ok || len(cs) == maxQueryTerms {
+			continue
+		}
+		var alts [][]weighted
+		for _, w := range k.words {
+			if id, ok := c.index.ids[stem(w)]; ok {
+				alts = append(alts, []weighted{{id, k.weight}})
+				synonym = append(synonym, id)
+			}
+		}
 		cs = append(cs, concept{alts})
 	}
 	synonym = slices.DeleteFunc(synonym, func(id int32) bool { return slices.Contains(direct, id) })
@@ -665,7 +661,8 @@ func isDeprecated(t Tool) bool {
 // short (at most four words) or has a flag ("-p") or a path ("logs/2026",
 // "notes.md"). It returns the command's term and the terms of its man
 // page's description; "" when text is no command line. "link Alice to Acme
-// as an employee" is a request, not link(1).
+// as an employee" is a request, not link(1): a command line names no
+// people or firms.
 func shellCommand(text string) (string, []string) {
 	fields := strings.Fields(strings.ToLower(text))
 	if len(fields) == 0 {
@@ -676,9 +673,14 @@ func shellCommand(text string) (string, []string) {
 		return "", nil
 	}
 	shell := len(fields) <= 4
-	for _, f := range fields[1:] {
+	for _, f := range strings.Fields(text)[1:] {
 		if strings.HasPrefix(f, "-") || strings.ContainsAny(f, "/.*~") {
 			shell = true
+		}
+		if isCapitalized(strings.Trim(f, "\"'`,;:!?.")) {
+			// A name: a request, not a command line ("unlink
+			// Alice from Acme").
+			return "", nil
 		}
 	}
 	cmd := terms(fields[0])
@@ -806,7 +808,7 @@ func isExtension(ext string) bool {
 
 // namedWords are the terms of tools for named things: what a proper name
 // in a request is a name of.
-var namedWords = []string{stem("name"), stem("entity")}
+var namedWords = []string{"name", "entity"}
 
 // properNameWeight is what a proper name counts for as the words of named
 // things: less than a word typed, as "Alice" may be the name of anything.
@@ -833,10 +835,7 @@ func (c *Catalog) properNames(text string) (rest string, n int) {
 		start = strings.ContainsAny(f[len(f)-1:], ".!?")
 		if name {
 			n++
-			if _, related := wordnetLookup(stem(strings.ToLower(w))); !related {
-				continue
-			}
-			// A word of English too ("Done", "Bob"): read both ways.
+			continue
 		}
 		out = append(out, f)
 	}
