@@ -98,9 +98,10 @@ type weighted struct {
 }
 
 // concepts analyzes a query into concepts over the catalog's terms, and the
-// terms the query holds as typed (direct) and through synonyms only. Words
-// no tool uses are left out.
-func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) {
+// terms the query holds as typed (direct), through the hand-written
+// synonyms, related words and the like only (synonym), and through WordNet
+// only (loose). Words no tool uses are left out.
+func (c *Catalog) concepts(text string) (cs []concept, direct, synonym, loose []int32) {
 	seen := make(map[string]bool)
 	cmd, cmdWords := shellCommand(text)
 	redirect := redirectsToFile(text)
@@ -149,8 +150,9 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 			for _, other := range []struct {
 				words  []string
 				weight float64
-			}{{synonyms[t], synonymWeight}, {related[t], relatedWeight},
-				{wn.close, wordnetCloseWeight}, {wn.broad, wordnetBroadWeight}} {
+				to     *[]int32
+			}{{synonyms[t], synonymWeight, &synonym}, {related[t], relatedWeight, &synonym},
+				{wn.close, wordnetCloseWeight, &loose}, {wn.broad, wordnetBroadWeight, &loose}} {
 				for _, s := range other.words {
 					id, ok := c.index.ids[s]
 					if !ok || slices.ContainsFunc(alts, func(a []weighted) bool { return len(a) == 1 && a[0].term == id }) {
@@ -161,7 +163,7 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 						w *= idf / sidf
 					}
 					alts = append(alts, []weighted{{id, w}})
-					synonym = append(synonym, id)
+					*other.to = append(*other.to, id)
 				}
 			}
 			if len(alts) == 0 && !isEnglish(t) {
@@ -227,7 +229,8 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 		cs = append(cs, concept{alts})
 	}
 	synonym = slices.DeleteFunc(synonym, func(id int32) bool { return slices.Contains(direct, id) })
-	return cs, direct, synonym
+	loose = slices.DeleteFunc(loose, func(id int32) bool { return slices.Contains(direct, id) || slices.Contains(synonym, id) })
+	return cs, direct, synonym, loose
 }
 
 // scratch is the per-search working memory of rank, one slot per tool. The
@@ -272,13 +275,15 @@ func (c *Catalog) scope(q Query) (limit, offset int, server int32, ok bool) {
 // term with text and returns the best top of them, best first, and how many
 // there are in all.
 func (c *Catalog) rank(text string, server int32, top int) ([]scored, int) {
-	cs, direct, synonym := c.concepts(text)
+	cs, direct, synonym, loose := c.concepts(text)
 	if len(cs) == 0 {
 		return nil, 0
 	}
 	// Whether it asks to destroy, by what it does not say not to do:
-	// "don't forget" still asks for memory, but for no deletion.
-	_, kept, keptSyn := c.concepts(dropNegated(text))
+	// "don't forget" still asks for memory, but for no deletion. WordNet's
+	// looser relations do not count: "dump" is a way to "remove" there,
+	// but "dump the report into out/report.md" destroys nothing.
+	_, kept, keptSyn, _ := c.concepts(dropNegated(text))
 	destroys := c.asksToDestroy(kept, keptSyn)
 	sc, _ := c.scratch.Get().(*scratch)
 	if sc == nil {
@@ -340,7 +345,7 @@ func (c *Catalog) rank(text string, server int32, top int) ([]scored, int) {
 				switch {
 				case slices.Contains(direct, t):
 					covered++
-				case slices.Contains(synonym, t):
+				case slices.Contains(synonym, t), slices.Contains(loose, t):
 					covered += synonymWeight
 				}
 			}
