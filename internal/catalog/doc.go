@@ -19,7 +19,17 @@
 // cheap signals, each measured by the evaluation in search_quality_test.go:
 //
 //   - a small table of general synonyms (file/document, delete/remove,
-//     list/show, ...), at half weight and never above the typed word's idf;
+//     list/show, ...), at half weight and never above the typed word's idf,
+//     and a one-way table of related words (lexicon.go);
+//   - WordNet's relations of the query's words (wordnet.go, generated from
+//     Debian's wordnet-base by gen_wordnet.go): synonyms and derived forms
+//     of a word's frequent senses, below the tables' weights, and their
+//     hypernyms lower still ("put" is a way to "move"); English words are
+//     never read as typos of tool words;
+//   - file names ("config.yaml") read as a file and the kind of media its
+//     extension names (mediatypes.go, from /etc/mime.types), proper names
+//     ("Alice") as a named thing, and a redirection ("> notes.txt") as a
+//     request to write;
 //   - a word's alternatives (its synonyms; "GitHub" whole or as "git hub")
 //     count once, by the best of them;
 //   - a bonus for the share of the tool's name words the query asked for, and

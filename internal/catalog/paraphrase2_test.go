@@ -19,14 +19,52 @@ type paraphrase2 struct {
 	Kind   string   `json:"kind"` // constructive, destructive or read
 }
 
-// minParaphrase2Top3 holds what the search reaches on this set, so that a
-// change that loses ground fails. The issue's goal is 0.9, not met: on its
-// first run, before shell command lines were read (commands.go), it was 70
-// of 107 (0.654); now 75 (0.701). What it misses is listed by -v.
-const minParaphrase2Top3 = 0.70
+// minParaphrase2Top3 holds what the search reaches on this set, less two
+// queries, so that a change that loses ground fails. The issue's goal is
+// 0.9, not met: on its first run, before shell command lines were read
+// (commands.go), it was 70 of 107 (0.654); then 76 (0.710); with WordNet
+// (wordnet.go), file names and proper names read for what they stand for
+// and shell redirection, 91 (0.850). What it misses is listed by -v: mostly
+// requests whose words no general resource ties to the tool ("stat
+// package.json" for get_file_info, "break the 'manages' edge" for
+// delete_relations).
+const minParaphrase2Top3 = 0.83
 
 func TestParaphrases2(t *testing.T) {
-	f, err := os.Open("testdata/paraphrases2.jsonl")
+	testHeldOut(t, "testdata/paraphrases2.jsonl", minParaphrase2Top3, 0)
+}
+
+// The third paraphrase set (testdata/paraphrases3.jsonl, issue 30): 121
+// requests for the same servers, written like the second by someone who
+// read neither this package nor the first two sets (testdata/paraphrases3.md),
+// and measured once, after the search was done: nothing was tuned on it.
+// Two of its requests want tools server-everything registers only for
+// clients that can run tasks (trigger-sampling-request-async,
+// trigger-elicitation-request-async), which upstream_tools.json does not
+// hold: they count as misses.
+
+// minParaphrase3Top3 is what the search reached on its first run, less two
+// queries: 91 of 121 (0.752), 69 first. The search before WordNet, file
+// names and proper names reached 84 (0.694), 60 first.
+const minParaphrase3Top3 = 0.73
+
+// maxParaphrase3DestructiveFirst holds the requests of the third set that
+// destroy nothing yet rank a destructive tool first, as on its first run
+// and before: two that report a deletion rather than ask for one ("note
+// that Dave deleted his account", "remember that Eve removed Mallory from
+// the project"), which the search reads as a request to delete.
+const maxParaphrase3DestructiveFirst = 2
+
+func TestParaphrases3(t *testing.T) {
+	testHeldOut(t, "testdata/paraphrases3.jsonl", minParaphrase3Top3, maxParaphrase3DestructiveFirst)
+}
+
+// testHeldOut measures a held-out set of requests for the real servers
+// alone: the share whose tool is in the top 3, which must be at least min,
+// and how many requests that destroy nothing rank a destructive tool first,
+// which must be at most maxDestructiveFirst.
+func testHeldOut(t *testing.T, name string, min float64, maxDestructiveFirst int) {
+	f, err := os.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +77,9 @@ func TestParaphrases2(t *testing.T) {
 			t.Fatal(err)
 		}
 		set = append(set, p)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
 	}
 	cat := New(loadTools(t, "upstream_tools.json"))
 	top1, top3, destructiveFirst := 0, 0, 0
@@ -58,24 +99,20 @@ func TestParaphrases2(t *testing.T) {
 		default:
 			t.Logf("miss: %q wants %v, got %v", p.Query, p.Expect, got)
 		}
-		if p.Kind != "destructive" && len(got) > 0 && destructive(got[0]) && !slices.Contains(p.Expect, got[0]) {
+		if p.Kind != "destructive" && len(res.Hits) > 0 && res.Hits[0].Tool.Destructive && !slices.Contains(p.Expect, got[0]) {
 			destructiveFirst++
 			t.Logf("destructive first: %q (%s) got %v", p.Query, p.Kind, got)
 		}
 	}
 	n := float64(len(set))
-	t.Logf("top-1 %d, top-3 %d of %d (%.3f); a destructive tool first for a request that is not: %d", top1, top3, len(set), float64(top3)/n, destructiveFirst)
-	if float64(top3)/n < minParaphrase2Top3 {
-		t.Errorf("top-3 %.3f, want at least %.2f", float64(top3)/n, minParaphrase2Top3)
+	t.Logf("%s: top-1 %d, top-3 %d of %d (%.3f); a destructive tool first for a request that is not: %d", name, top1, top3, len(set), float64(top3)/n, destructiveFirst)
+	if float64(top3)/n < min {
+		t.Errorf("top-3 %.3f, want at least %.2f", float64(top3)/n, min)
 	}
-	// Held: a destructive tool (by its server's annotations) never ranks
-	// first for a request that destroys nothing (4 did on the first run).
-	if destructiveFirst > 0 {
-		t.Errorf("%d requests that destroy nothing rank a destructive tool first", destructiveFirst)
+	// A destructive tool (by its server's annotations) ranks first for a
+	// request that destroys nothing at most that often (on the second set,
+	// never; 4 did on its first run).
+	if destructiveFirst > maxDestructiveFirst {
+		t.Errorf("%d requests that destroy nothing rank a destructive tool first, want at most %d", destructiveFirst, maxDestructiveFirst)
 	}
-}
-
-// destructive says whether a tool of the set's servers deletes something.
-func destructive(qualified string) bool {
-	return slices.Contains([]string{"memory.delete_entities", "memory.delete_observations", "memory.delete_relations"}, qualified)
 }

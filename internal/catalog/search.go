@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/codecell/codecell/internal/editdist"
 )
@@ -97,11 +98,15 @@ type weighted struct {
 }
 
 // concepts analyzes a query into concepts over the catalog's terms, and the
-// terms the query holds as typed (direct) and through synonyms only. Words
-// no tool uses are left out.
-func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) {
+// terms the query holds as typed (direct), through the hand-written
+// synonyms, related words and the like only (synonym), and through WordNet
+// only (loose). Words no tool uses are left out.
+func (c *Catalog) concepts(text string) (cs []concept, direct, synonym, loose []int32) {
 	seen := make(map[string]bool)
 	cmd, cmdWords := shellCommand(text)
+	redirect := redirectsToFile(text)
+	text, files, kinds := fileNames(text)
+	text, names := c.properNames(text)
 	for _, r := range runs(text) {
 		if len(cs) == maxQueryTerms {
 			break
@@ -120,13 +125,17 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 			}
 			if t == cmd {
 				// A command of a shell command line stands for what its
-				// man page says it does, as a whole.
+				// man page says it does, as a whole: a tool that has all
+				// the words of it the catalog knows matches it fully.
 				var parts []weighted
 				for _, w := range cmdWords {
-					if id, ok := c.index.ids[w]; ok {
-						parts = append(parts, weighted{id, 1 / float64(len(cmdWords))})
+					if id, ok := c.index.ids[w]; ok && !slices.ContainsFunc(parts, func(p weighted) bool { return p.term == id }) {
+						parts = append(parts, weighted{id, 1})
 						synonym = append(synonym, id)
 					}
+				}
+				for i := range parts {
+					parts[i].weight = 1 / float64(len(parts))
 				}
 				if len(parts) > 0 {
 					alts = append(alts, parts)
@@ -137,10 +146,13 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 			// the word typed: the postings carry the other word's own idf,
 			// which is higher when it is the rarer word ("document" for
 			// "file"). A word no tool uses is rarer than any.
+			wn, _ := wordnetLookup(t)
 			for _, other := range []struct {
 				words  []string
 				weight float64
-			}{{synonyms[t], synonymWeight}, {related[t], relatedWeight}} {
+				to     *[]int32
+			}{{synonyms[t], synonymWeight, &synonym}, {related[t], relatedWeight, &synonym},
+				{wn.close, wordnetCloseWeight, &loose}, {wn.broad, wordnetBroadWeight, &loose}} {
 				for _, s := range other.words {
 					id, ok := c.index.ids[s]
 					if !ok || slices.ContainsFunc(alts, func(a []weighted) bool { return len(a) == 1 && a[0].term == id }) {
@@ -151,12 +163,13 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 						w *= idf / sidf
 					}
 					alts = append(alts, []weighted{{id, w}})
-					synonym = append(synonym, id)
+					*other.to = append(*other.to, id)
 				}
 			}
-			if len(alts) == 0 {
-				// A word no tool uses and nothing relates to: a typo of one
-				// that tools use ("serch memroy")?
+			if len(alts) == 0 && !isEnglish(t) {
+				// A word no tool uses and nothing relates to, and no word
+				// of English: a typo of one that tools use ("serch
+				// memroy")?
 				for _, id := range c.misspelt(t) {
 					alts = append(alts, []weighted{{id, typoWeight}})
 					synonym = append(synonym, id)
@@ -186,8 +199,38 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym []int32) 
 		// so that coverage stays honest about unknown words.
 		cs = append(cs, concept{alts})
 	}
+	// What the words left out stand for, each a concept of words tools
+	// use, weighed as a synonym is: proper names for a named thing ("Bob"
+	// asks for no haircut); file names for a file ("config.yaml" asks for
+	// no configuration), the kind of media it holds, several files when
+	// the request names several, and writing when output is redirected to
+	// one.
+	for _, k := range []struct {
+		words  []string
+		weight float64
+		ok     bool
+	}{
+		{namedWords, properNameWeight, names > 0},
+		{[]string{"file"}, fileNameWeight, files > 0},
+		{kinds, fileNameWeight, len(kinds) > 0},
+		{[]string{"multiple"}, fileNameWeight, files > 1},
+		{[]string{"write"}, fileNameWeight, redirect},
+	} {
+		if !k.ok || len(cs) == maxQueryTerms {
+			continue
+		}
+		var alts [][]weighted
+		for _, w := range k.words {
+			if id, ok := c.index.ids[stem(w)]; ok {
+				alts = append(alts, []weighted{{id, k.weight}})
+				synonym = append(synonym, id)
+			}
+		}
+		cs = append(cs, concept{alts})
+	}
 	synonym = slices.DeleteFunc(synonym, func(id int32) bool { return slices.Contains(direct, id) })
-	return cs, direct, synonym
+	loose = slices.DeleteFunc(loose, func(id int32) bool { return slices.Contains(direct, id) || slices.Contains(synonym, id) })
+	return cs, direct, synonym, loose
 }
 
 // scratch is the per-search working memory of rank, one slot per tool. The
@@ -232,13 +275,15 @@ func (c *Catalog) scope(q Query) (limit, offset int, server int32, ok bool) {
 // term with text and returns the best top of them, best first, and how many
 // there are in all.
 func (c *Catalog) rank(text string, server int32, top int) ([]scored, int) {
-	cs, direct, synonym := c.concepts(text)
+	cs, direct, synonym, loose := c.concepts(text)
 	if len(cs) == 0 {
 		return nil, 0
 	}
 	// Whether it asks to destroy, by what it does not say not to do:
-	// "don't forget" still asks for memory, but for no deletion.
-	_, kept, keptSyn := c.concepts(dropNegated(text))
+	// "don't forget" still asks for memory, but for no deletion. WordNet's
+	// looser relations do not count: "dump" is a way to "remove" there,
+	// but "dump the report into out/report.md" destroys nothing.
+	_, kept, keptSyn, _ := c.concepts(dropNegated(text))
 	destroys := c.asksToDestroy(kept, keptSyn)
 	sc, _ := c.scratch.Get().(*scratch)
 	if sc == nil {
@@ -300,7 +345,7 @@ func (c *Catalog) rank(text string, server int32, top int) ([]scored, int) {
 				switch {
 				case slices.Contains(direct, t):
 					covered++
-				case slices.Contains(synonym, t):
+				case slices.Contains(synonym, t), slices.Contains(loose, t):
 					covered += synonymWeight
 				}
 			}
@@ -621,7 +666,8 @@ func isDeprecated(t Tool) bool {
 // short (at most four words) or has a flag ("-p") or a path ("logs/2026",
 // "notes.md"). It returns the command's term and the terms of its man
 // page's description; "" when text is no command line. "link Alice to Acme
-// as an employee" is a request, not link(1).
+// as an employee" is a request, not link(1): a command line names no
+// people or firms.
 func shellCommand(text string) (string, []string) {
 	fields := strings.Fields(strings.ToLower(text))
 	if len(fields) == 0 {
@@ -632,9 +678,14 @@ func shellCommand(text string) (string, []string) {
 		return "", nil
 	}
 	shell := len(fields) <= 4
-	for _, f := range fields[1:] {
+	for _, f := range strings.Fields(text)[1:] {
 		if strings.HasPrefix(f, "-") || strings.ContainsAny(f, "/.*~") {
 			shell = true
+		}
+		if isCapitalized(strings.Trim(f, "\"'`,;:!?.")) {
+			// A name: a request, not a command line ("unlink
+			// Alice from Acme").
+			return "", nil
 		}
 	}
 	cmd := terms(fields[0])
@@ -711,4 +762,117 @@ func dropNegated(text string) string {
 		out = append(out, fields[i])
 	}
 	return strings.Join(out, " ")
+}
+
+// fileNameWeight is what a file name counts for as the word "file" (and
+// its media kind as that word): it says a file is meant as plainly as the
+// word.
+const fileNameWeight = 0.5
+
+// fileNames takes the file names out of text ("config.yaml", "photos/cat.png",
+// "https://example.com/data.json": a word with an extension of two to five
+// letters and digits, not a web domain's) and returns the rest, how many
+// there were, and the kinds of media (mediaKinds) their extensions name.
+func fileNames(text string) (rest string, n int, kinds []string) {
+	fields := strings.Fields(text)
+	out := fields[:0:0]
+	for _, f := range fields {
+		name := strings.TrimRight(strings.Trim(f, "\"'`()[]{}<>,;:!?"), ".")
+		dot := strings.LastIndexByte(name, '.')
+		ext := strings.ToLower(name[dot+1:])
+		if dot <= 0 || !isExtension(ext) || strings.ContainsRune(".-/", rune(name[dot-1])) {
+			out = append(out, f)
+			continue
+		}
+		n++
+		if k, ok := mediaKinds[ext]; ok && !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return strings.Join(out, " "), n, kinds
+}
+
+// isExtension reports whether a lower-case word can be a file name's
+// extension: two to five letters and digits, a letter first, and no web
+// domain's ending.
+func isExtension(ext string) bool {
+	if len(ext) < 2 || len(ext) > 5 || ext[0] < 'a' || ext[0] > 'z' {
+		return false
+	}
+	for _, r := range ext {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	switch ext {
+	case "com", "org", "net", "edu", "gov":
+		return false
+	}
+	return true
+}
+
+// namedWords are the terms of tools for named things: what a proper name
+// in a request is a name of.
+var namedWords = []string{"name", "entity"}
+
+// properNameWeight is what a proper name counts for as the words of named
+// things: less than a word typed, as "Alice" may be the name of anything.
+const properNameWeight = 0.3
+
+// properNames finds the proper names of text that no tool uses: a
+// capitalized word ("Alice", "Acme's") that does not start a sentence, has
+// no other capital ("URIs", "GitHub" are no names of people or firms) and
+// is no term of the catalog. It returns text without those that WordNet
+// relates to nothing, and how many there were.
+func (c *Catalog) properNames(text string) (rest string, n int) {
+	fields := strings.Fields(text)
+	out := fields[:0:0]
+	start := true // the next word starts a sentence
+	for _, f := range fields {
+		w := strings.Trim(f, "\"'`()[]{}<>,;:!?.")
+		w = strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s")
+		name := !start && len(w) > 1 && isCapitalized(w)
+		if name {
+			if _, known := c.index.ids[stem(strings.ToLower(w))]; known {
+				name = false
+			}
+		}
+		start = strings.ContainsAny(f[len(f)-1:], ".!?")
+		if name {
+			n++
+			continue
+		}
+		out = append(out, f)
+	}
+	return strings.Join(out, " "), n
+}
+
+// isCapitalized reports whether w is a capital letter followed by
+// lower-case letters only.
+func isCapitalized(w string) bool {
+	for i, r := range w {
+		if i == 0 && !unicode.IsUpper(r) || i > 0 && !unicode.IsLower(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// redirectsToFile reports whether text holds a shell redirection of output
+// to a file ("echo hi > notes.txt", ">> log.md"): it asks to write the file.
+func redirectsToFile(text string) bool {
+	fields := strings.Fields(text)
+	for i, f := range fields {
+		if !strings.HasPrefix(f, ">") {
+			continue
+		}
+		target := strings.TrimLeft(f, ">")
+		if target == "" && i+1 < len(fields) {
+			target = fields[i+1]
+		}
+		if _, n, _ := fileNames(target); n > 0 {
+			return true
+		}
+	}
+	return false
 }

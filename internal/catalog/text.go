@@ -119,8 +119,10 @@ func isStopWord(w string) bool {
 	return len(w) == 1 && w[0] >= 'a' && w[0] <= 'z' || stopWords[w]
 }
 
-// stopWords are English function words and the politeness and filler an
-// agent puts into a request ("please show me how to ..."). Deliberately
+// stopWords are English function words, what is left of their
+// contractions ("don't" is "don" and "t", "they're" "they" and "re"), and
+// the politeness and filler an agent puts into a request ("please show me
+// how to ..."). Deliberately
 // small: words such as "get", "list", "new" or "all" carry meaning in tool
 // names.
 var stopWords = func() map[string]bool {
@@ -132,7 +134,9 @@ var stopWords = func() map[string]bool {
 		do does did can could would should will shall may might must
 		what which who whom whose how when where why
 		please want need like just also then than so such some any
-		if else not no yes via per using use eg ie etc`) {
+		if else not no yes via per using use eg ie etc
+		don doesn didn isn aren wasn weren won wouldn couldn shouldn hasn
+		haven hadn mustn ll re ve`) {
 		m[w] = true
 	}
 	return m
