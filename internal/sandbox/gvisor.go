@@ -81,6 +81,7 @@ const gvisorStopWait = 3 * time.Second
 // the Manager: Close waits for it.
 type gvisor struct {
 	m      *Manager
+	python string // the interpreter it runs
 	id     string // container id, unique per sandbox
 	root   string // runsc's state directory (--root)
 	bundle string // the OCI bundle directory, removed by kill
@@ -120,6 +121,7 @@ func (m *Manager) startGVisor(ctx context.Context, tg target) (sandbox, error) {
 	}
 	g := &gvisor{
 		m:      m,
+		python: tg.python,
 		id:     id,
 		root:   filepath.Join(base, "state"),
 		bundle: filepath.Join(base, id),
@@ -463,7 +465,7 @@ func (g *gvisor) readReady(fr *channel.Reader) error {
 	}
 	g.sync, g.key = r.Sync, r.Key
 	if r.Preload != nil {
-		g.m.notePreload(r.Preload)
+		g.m.notePreload(g.python, r.Preload)
 		if g.cg != nil && (r.Preload.RSS > 0 || r.Preload.Threads > 0) {
 			// As at production (startZygote): the preload is not the code's.
 			return g.cg.SetLimits(cgroup.Limits{Memory: g.m.limits.Memory + GVisorMemory + r.Preload.RSS})

@@ -61,26 +61,27 @@ type PreloadFailure struct {
 	Error  string `json:"error"`
 }
 
-// preloads keeps the last report and logs each failure once: every
-// sandbox of a pool reports the same.
+// preloads keeps the last report of each interpreter's fork servers and
+// logs each failure once: every sandbox of a pool reports the same.
 type preloads struct {
 	mu     sync.Mutex
-	last   *PreloadReport
+	last   map[string]*PreloadReport
 	logged map[string]bool
 }
 
-// note records r and logs what failed that was not logged before.
-func (m *Manager) notePreload(r *PreloadReport) {
+// notePreload records r, from a fork server of python, and logs what
+// failed that was not logged before.
+func (m *Manager) notePreload(python string, r *PreloadReport) {
 	if r == nil {
 		return
 	}
 	p := &m.preloads
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.last = r
-	if p.logged == nil {
-		p.logged = map[string]bool{}
+	if p.last == nil {
+		p.last, p.logged = map[string]*PreloadReport{}, map[string]bool{}
 	}
+	p.last[python] = r
 	for _, f := range r.Failed {
 		key := f.Module + "\x00" + f.Error
 		if !p.logged[key] {
@@ -91,15 +92,19 @@ func (m *Manager) notePreload(r *PreloadReport) {
 	}
 }
 
-// Preload returns what the last fork server to start preloaded, and false
-// before any has started.
-func (m *Manager) Preload() (PreloadReport, bool) {
+// Preload returns what the last preloading fork server of python ("" for
+// Options.Python) preloaded, and false before any has started.
+func (m *Manager) Preload(python string) (PreloadReport, bool) {
+	if python == "" {
+		python = m.opts.Python
+	}
 	m.preloads.mu.Lock()
 	defer m.preloads.mu.Unlock()
-	if m.preloads.last == nil {
+	r := m.preloads.last[python]
+	if r == nil {
 		return PreloadReport{}, false
 	}
-	return *m.preloads.last, true
+	return *r, true
 }
 
 // preloadArg is the runner's --preload argument for a sandbox of tg, or

@@ -210,7 +210,7 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 	select {
 	case msg, ok := <-z.msgs:
 		if ok && msg.Type == channel.TypeReady {
-			m.notePreload(msg.Preload)
+			m.notePreload(tg.python, msg.Preload)
 			if cg != nil && msg.Preload != nil && (msg.Preload.RSS > 0 || msg.Preload.Threads > 0) {
 				// What the preload holds is the fork server's, not the
 				// code's: the cgroup allows it on top.

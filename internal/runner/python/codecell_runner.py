@@ -966,15 +966,7 @@ def warm_preloaded():
     on their first use in a process (pandas' groupby machinery, matplotlib's
     renderer and fonts), so that each child inherits it done. Library code
     on fixed data, never the code's; a failure only leaves it undone."""
-    pd = sys.modules.get("pandas")
-    if pd is not None:
-        try:
-            df = pd.DataFrame({"k": [1, 2, 1], "v": [1.0, 2.0, 3.0]})
-            df.groupby("k")["v"].agg(["sum", "mean"])
-            df.merge(df, on="k").pivot_table(index="k", values="v_x", aggfunc="sum")
-            df.to_string()
-        except Exception:
-            pass
+    warm_pandas()
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is not None:
         try:
@@ -984,6 +976,24 @@ def warm_preloaded():
             pass
         finally:
             plt.close("all")
+
+
+def warm_pandas():
+    """A small frame grouped, merged, pivoted and shown: pandas' lazy
+    set-up, done in the fork server. (Done again in each child as it waits
+    for its code, to take the copy-on-write faults of those pages ahead of
+    need, it made sequential data cells slower on a 2-core machine: the
+    rehearsal competed for the CPU with the execution before it.)"""
+    pd = sys.modules.get("pandas")
+    if pd is None:
+        return
+    try:
+        df = pd.DataFrame({"k": [1, 2, 1], "v": [1.0, 2.0, 3.0]})
+        df.groupby("k")["v"].agg(["sum", "mean"])
+        df.merge(df, on="k").pivot_table(index="k", values="v_x", aggfunc="sum")
+        df.to_string()
+    except Exception:
+        pass
 
 
 def reseed():
@@ -1167,7 +1177,7 @@ def zygote(ctl_fd, isolated, scratch):
     warm_up()
     settle()
     baseline = inherited()
-    ctl.send(_json_dumps({"type": "ready", "pid": os.getpid(), "preload": _preloaded}).encode())
+    ctl.send(_json_dumps({"type": "ready", "pid": os.getpid(), "preload": _preloaded if _PRELOAD else None}).encode())
     while True:
         try:
             pid = prefork(ctl)
@@ -1290,8 +1300,9 @@ def forkserver(scratch):
             forkserver_child(sync)  # never returns
         key = os.urandom(16).hex()
         ready = {"type": "ready", "sync": sync, "key": key}
-        if first:
-            ready["preload"], first = _preloaded, False
+        if first and _PRELOAD:
+            ready["preload"] = _preloaded
+        first = False
         chan.send(ready)
         _, status = os.waitpid(pid, 0)
         clean = kill_others(True)
