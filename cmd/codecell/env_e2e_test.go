@@ -123,6 +123,33 @@ func TestEnvironmentsAndInstalls(t *testing.T) {
 	if !strings.HasPrefix(string(got), `["hi from demo_pkg",42,`) || !strings.Contains(string(got), "/envs/default/venv") {
 		t.Fatalf("result %s", got)
 	}
+	t.Run("the venv keeps the system's stack", func(t *testing.T) {
+		if exec.Command("/usr/bin/python3", "-c", "import pandas, matplotlib").Run() != nil {
+			t.Skip("the data stack is not installed (make deps installs it)")
+		}
+		// pandas is the system's, preloaded (demo_pkg replaces nothing);
+		// a figure still comes back.
+		_, out := call(t, cs, map[string]any{"code": "import sys\npre = 'pandas' in sys.modules\nimport pandas, demo_pkg, matplotlib.pyplot as plt\nplt.plot([1, 2])\n[pre, pandas.__file__.startswith('/usr/'), demo_pkg.VALUE]"})
+		if got, _ := json.Marshal(out.Result); !out.OK || string(got) != "[true,true,42]" || len(out.Images) != 1 {
+			t.Fatalf("pandas in the venv: %s %+v %v", got, out.Error, out.Images)
+		}
+		res, env := callTool(t, cs, "configure_environment", map[string]any{"type": "venv", "system_packages": false})
+		if res.IsError || env["system_packages"] == true {
+			t.Fatalf("system_packages false: %s %v", textOf(res), env)
+		}
+		_, out = call(t, cs, map[string]any{"code": "import demo_pkg\nimport pandas"})
+		if out.OK || out.Error.Type != "ModuleNotFoundError" {
+			t.Fatalf("pandas without the system's packages: %+v", out.Error)
+		}
+		res, env = callTool(t, cs, "configure_environment", map[string]any{"type": "venv"})
+		if res.IsError || env["system_packages"] != true {
+			t.Fatalf("back to the default: %s %v", textOf(res), env)
+		}
+		res, _ = callTool(t, cs, "configure_environment", map[string]any{"type": "system", "system_packages": true})
+		if !res.IsError || !strings.Contains(textOf(res), "system_packages") {
+			t.Fatalf("system_packages with the system environment: %s", textOf(res))
+		}
+	})
 	res, chk := callTool(t, cs, "check_installed_packages", map[string]any{"packages": []string{"demo_pkg", "no_such_pkg", "pip"}})
 	pk := chk["packages"].([]any)
 	if res.IsError || pk[0].(map[string]any)["version"] != "1.0" || pk[1].(map[string]any)["installed"] != false || pk[2].(map[string]any)["installed"] != true {

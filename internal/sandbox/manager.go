@@ -542,6 +542,14 @@ func (m *Manager) dropIdle(workspace string, keep target) {
 	}
 }
 
+// Refresh drops the warm sandboxes of workspace, of every kind and
+// interpreter: what they loaded at start may no longer be what a new one
+// would (an environment changed under them). Busy ones finish their
+// execution; the pool starts new ones as executions come.
+func (m *Manager) Refresh(workspace string) {
+	m.dropIdle(workspace, target{})
+}
+
 // PrepareDir makes sure a directory a sandbox writes (a workspace, an
 // environment) exists and that the sandbox user
 // can reach and write it.

@@ -140,7 +140,7 @@ func TestPreloadSkipsEnvironmentPackages(t *testing.T) {
 	if res = m2.Exec(t.Context(), req); !res.OK || res.Result != true {
 		t.Fatalf("the environment's numpy was not the one imported: %+v", res.Error)
 	}
-	if r, _ := m2.Preload(filepath.Join(venv, "bin", "python")); len(r.Failed) != 1 || !strings.Contains(r.Failed[0].Error, "its own numpy") {
+	if r, _ := m2.Preload(filepath.Join(venv, "bin", "python")); len(r.Failed) != 1 || !strings.Contains(r.Failed[0].Error, "has its own numpy") {
 		t.Fatalf("preload report %+v", r)
 	}
 }

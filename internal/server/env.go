@@ -56,10 +56,12 @@ func (s *Server) addEnvTools() {
 		Title:       "Choose the Python environment",
 		Description: "Choose the Python environment execute_code runs in: system, venv, uv or conda. Without a path, a venv or uv environment is created and managed by codecell. The choice persists.",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in ConfigureEnvironmentInput) (*mcp.CallToolResult, envs.Config, error) {
-		c, err := s.envs.Choose(ctx, namespaceOf(req), envs.Choice{Type: in.Type, Path: in.Path, Name: in.Name, SystemPackages: in.SystemPackages})
+		ns := namespaceOf(req)
+		c, err := s.envs.Choose(ctx, ns, envs.Choice{Type: in.Type, Path: in.Path, Name: in.Name, SystemPackages: in.SystemPackages})
 		if err != nil {
 			return nil, envs.Config{}, err
 		}
+		s.environmentChanged(ns)
 		return textResult(fmt.Sprintf("environment: %s (%s)\n", c.Type, c.Python)), c, nil
 	})
 	addTool(s, "env", &mcp.Tool{
@@ -86,6 +88,7 @@ func (s *Server) addEnvTools() {
 		if err != nil {
 			return nil, InstallDependenciesOutput{}, err
 		}
+		s.environmentChanged(ns)
 		c, _ := s.envs.Get(ns)
 		out := InstallDependenciesOutput{Environment: c, Results: results, Installed: []PackageState{}}
 		var names []string
@@ -179,4 +182,14 @@ func (s *Server) checkPackages(ctx context.Context, ns string, names []string) (
 		}
 	}
 	return out, nil
+}
+
+// environmentChanged drops ns's warm sandboxes, whose fork servers started
+// with the environment as it was: one that preloaded the system's pandas
+// must not serve after a pandas was installed into the environment, nor
+// after the environment stopped seeing the system's packages.
+func (s *Server) environmentChanged(ns string) {
+	if r, ok := s.exec.(interface{ Refresh(workspace string) }); ok {
+		r.Refresh(s.Workspace(ns))
+	}
 }

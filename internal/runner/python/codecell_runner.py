@@ -919,30 +919,23 @@ def preload(modules):
     Only what the operator installed is imported here: sys.path is cut to
     the system's own entries for the duration, so the fork server never runs
     code that install_dependencies or the code put in place (it never runs
-    user code). An environment that replaces a system package (its own
-    numpy, say) gets no preload at all: a system module imported here would
-    stand in for the environment's. A module that fails is reported and
-    skipped. Module-level random state is reseeded in each child (see
-    reseed).
+    user code). Where that loaded a module the environment has its own copy
+    of (its own numpy, say), the system's would stand in for the
+    environment's: the fork server starts again without the preload
+    (restart_without_preload). A module that fails is reported and skipped.
+    Module-level random state is reseeded in each child (see reseed).
     """
     if not modules:
         return
     before = _status("VmSize", "VmRSS", "Threads")
     saved = list(sys.path)
-    own = [p for p in saved if p and not trusted_path(p)]
-    shadowed = set()
     system = [p for p in saved if p and trusted_path(p)]
-    if own:
-        mine = set()
-        for p in own:
+    mine = set()
+    for p in saved:
+        if p and not trusted_path(p):
             mine |= top_level_names(p)
-        for p in system:
-            shadowed |= mine & top_level_names(p)
-        shadowed -= {"codecell", "servers", "skills", "__pycache__", "codecell_runner"}
-    if shadowed:
-        why = "the environment has its own %s, which a system module preloaded here would stand in for" % ", ".join(sorted(shadowed)[:5])
-        _preloaded["failed"] = [{"module": m, "error": why} for m in modules]
-        return
+    mine -= {"codecell", "servers", "skills", "__pycache__", "codecell_runner"}
+    had = set(sys.modules)
     sys.path[:] = system
     try:
         for name in modules:
@@ -954,11 +947,25 @@ def preload(modules):
                 _preloaded["failed"].append({"module": name, "error": msg[:200]})
     finally:
         sys.path[:] = saved
+    clash = mine & {m.partition(".")[0] for m in sys.modules if m not in had}
+    if clash:
+        restart_without_preload("the environment has its own %s, which the system's, preloaded, would stand in for"
+                                % ", ".join(sorted(clash)[:5]))
     warm_preloaded()
     after = _status("VmSize", "VmRSS", "Threads")
     _preloaded["vm"] = max(0, after["VmSize"] - before["VmSize"])
     _preloaded["rss"] = max(0, after["VmRSS"] - before["VmRSS"])
     _preloaded["threads"] = max(0, after["Threads"] - before["Threads"])
+
+
+def restart_without_preload(why):
+    """Starts this fork server again, in place (the same process, its
+    descriptors kept), without --preload, saying why in --preload-skipped.
+    Nothing has been forked yet: no execution sees the modules imported."""
+    argv = list(sys.orig_argv)
+    i = argv.index("--preload")
+    del argv[i:i + 2]
+    os.execv(sys.executable, argv + ["--preload-skipped", why])
 
 
 def warm_preloaded():
@@ -1177,7 +1184,7 @@ def zygote(ctl_fd, isolated, scratch):
     warm_up()
     settle()
     baseline = inherited()
-    ctl.send(_json_dumps({"type": "ready", "pid": os.getpid(), "preload": _preloaded if _PRELOAD else None}).encode())
+    ctl.send(_json_dumps({"type": "ready", "pid": os.getpid(), "preload": _preloaded if _PRELOAD or _preloaded["failed"] else None}).encode())
     while True:
         try:
             pid = prefork(ctl)
@@ -1300,7 +1307,7 @@ def forkserver(scratch):
             forkserver_child(sync)  # never returns
         key = os.urandom(16).hex()
         ready = {"type": "ready", "sync": sync, "key": key}
-        if first and _PRELOAD:
+        if first and (_PRELOAD or _preloaded["failed"]):
             ready["preload"] = _preloaded
         first = False
         chan.send(ready)
@@ -1378,6 +1385,8 @@ def main(argv):
     from codecell import _display, _rpc, _tables
     if "--preload" in argv:
         _PRELOAD = [m for m in argv[argv.index("--preload") + 1].split(",") if m]
+    if "--preload-skipped" in argv:
+        _preloaded["failed"] = [{"module": "*", "error": argv[argv.index("--preload-skipped") + 1][:300]}]
     scratch = []
     isolated = "--isolated" in argv
     if "--scratch" in argv:
