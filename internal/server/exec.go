@@ -125,14 +125,79 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
+	script, err := scriptOf(req)
+	if err != nil {
+		return nil, ExecuteCodeOutput{}, err
+	}
 	return s.runCode(ctx, job{
 		Namespace: namespaceOf(req),
 		Code:      in.Code,
 		Context:   in.Context,
+		Args:      script.Args,
+		Filename:  script.Filename,
 		SessionID: in.SessionID,
 		Timeout:   timeout,
 		Req:       req,
 	})
+}
+
+// MetaScript is the _meta key of an execute_code call that runs its code as
+// a script run from a command line, a Script: codecell exec FILE arg...
+// sets it. A model has no use for it, so it is not in the tool's input
+// schema; it changes only names the code sees, nothing of the sandbox.
+const MetaScript = "codecell/script"
+
+// Script is the value of an execute_code call's MetaScript.
+type Script struct {
+	// Filename names the code in tracebacks, sys.argv[0] and __file__;
+	// "" is "<cell>".
+	Filename string `json:"filename,omitempty"`
+	// Args are sys.argv[1:].
+	Args []string `json:"args,omitempty"`
+}
+
+// maxFilename bounds a Script's Filename.
+const maxFilename = 4096
+
+// scriptOf reads the request's MetaScript, checked as execute_code_file's
+// args are.
+func scriptOf(req *mcp.CallToolRequest) (Script, error) {
+	var sc Script
+	if req == nil || req.Params == nil || req.Params.Meta[MetaScript] == nil {
+		return sc, nil
+	}
+	raw, err := json.Marshal(req.Params.Meta[MetaScript])
+	if err == nil {
+		err = json.Unmarshal(raw, &sc)
+	}
+	if err != nil {
+		return Script{}, fieldError("_meta."+MetaScript, "is not {\"filename\": string, \"args\": [string]}: %v", err)
+	}
+	if len(sc.Filename) > maxFilename || strings.IndexByte(sc.Filename, 0) >= 0 {
+		return Script{}, fieldError("_meta."+MetaScript, "filename is over %d bytes or contains a NUL byte", maxFilename)
+	}
+	if err := checkArgs("_meta."+MetaScript+".args", sc.Args); err != nil {
+		return Script{}, err
+	}
+	return sc, nil
+}
+
+// checkArgs holds a script's command-line arguments to their bounds.
+func checkArgs(field string, args []string) error {
+	if len(args) > maxArgs {
+		return fieldError(field, "has %d entries; the limit is %d", len(args), maxArgs)
+	}
+	total := 0
+	for i, a := range args {
+		total += len(a)
+		if strings.IndexByte(a, 0) >= 0 {
+			return fieldError(field, "entry %d contains a NUL byte", i)
+		}
+	}
+	if total > maxArgBytes {
+		return fieldError(field, "are %d bytes together; the limit is %d", total, maxArgBytes)
+	}
+	return nil
 }
 
 // job is one execution as the tools that run code (execute_code,

@@ -83,6 +83,17 @@ class RunCellTest(unittest.TestCase):
         self.assertEqual(linecache.getline("<cell>", 2), "b = 2")
 
 
+    def test_a_script_names_its_file_in_tracebacks(self):
+        # What execute does with an exec frame's filename (execute_code_file,
+        # codecell exec FILE): the traceback names the file and shows its line.
+        try:
+            r.run_cell("x = 1\nraise ValueError(x)", {}, "tools/job.py")
+        except ValueError as e:
+            tb = r.user_traceback(e)
+        self.assertIn('File "tools/job.py", line 2, in <module>\n    raise ValueError(x)\n', tb)
+        self.assertNotIn("<cell>", tb)
+
+
 class AssignsResultTest(unittest.TestCase):
     def test_cases(self):
         cases = [
