@@ -491,9 +491,11 @@ func ErrorText(e *sandbox.ExecError) string {
 }
 
 // renderError writes an error's traceback, or its type and message. The
-// runner adds hints to the message ("to install it, call
-// install_dependencies ..."), which the traceback's last line, written by
-// Python, lacks: what the message adds is written after the traceback.
+// runner adds hints to the message after "; " or ": " ("to install it,
+// call install_dependencies ..."), which the traceback's last line,
+// written by Python, lacks: a hint is written after the traceback. What
+// else the message has beyond that line is Python's own and in the
+// traceback already (a SyntaxError's "(<cell>, line 1)").
 func renderError(b *strings.Builder, e *sandbox.ExecError) {
 	if e.Traceback == "" {
 		fmt.Fprintf(b, "%s: %s\n", e.Type, e.Message)
@@ -509,7 +511,12 @@ func renderError(b *strings.Builder, e *sandbox.ExecError) {
 	switch {
 	case strings.Contains(tb, e.Message):
 	case shown != "" && strings.HasPrefix(e.Message, shown):
-		fmt.Fprintf(b, "hint: %s\n", strings.TrimLeft(e.Message[len(shown):], "; "))
+		rest := e.Message[len(shown):]
+		if hint, ok := strings.CutPrefix(rest, ": "); ok {
+			fmt.Fprintf(b, "hint: %s\n", hint)
+		} else if _, hint, ok := strings.Cut(rest, "; "); ok {
+			fmt.Fprintf(b, "hint: %s\n", hint)
+		}
 	default:
 		fmt.Fprintf(b, "%s: %s\n", e.Type, e.Message)
 	}

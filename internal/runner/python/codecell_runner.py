@@ -394,7 +394,33 @@ def error_of(exc, limits=None):
                     " with type venv; the package name may differ from the module name)" % top)
     elif isinstance(exc, (ImportError, OSError)) and out_of_memory(message):
         message += "; " + memory_hint(limits or {})
+    elif isinstance(exc, SyntaxError):
+        hint = shell_hint(exc.text)
+        if hint:
+            message += "; " + hint
     return {"type": name, "message": message, "traceback": user_traceback(exc)}
+
+
+_INSTALLERS = ("pip", "pip3", "conda", "mamba", "uv")
+
+
+def shell_hint(line):
+    """What to do instead of a shell or notebook command that failed to
+    parse as Python (pip install x, !ls, %pip install x), or None."""
+    line = (line or "").strip()
+    words = line.lstrip("!%").split()
+    if not words:
+        return None
+    if words[0] == "uv" and words[1:2] == ["pip"]:
+        words = words[1:]
+    if words[0] in _INSTALLERS and words[1:2] == ["install"]:
+        pkgs = [w for w in words[2:] if not w.startswith("-")]
+        return ("codecell runs Python, not shell commands: to install packages, call install_dependencies%s"
+                " (after configure_environment with type venv)" % (" with packages=%r" % pkgs if pkgs else ""))
+    if line[0] in "!%":
+        return ("codecell runs Python, not shell or notebook commands (! and %% lines): run a program with"
+                " subprocess.run([%r, ...]), where the sandbox has it" % words[0])
+    return None
 
 
 # What the loader and the C library say when the address space is full: an

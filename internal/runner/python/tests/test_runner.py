@@ -240,6 +240,32 @@ class ErrorOfTest(unittest.TestCase):
                 self.assertIn("sandbox.memory = 512 MiB", e["message"])
         self.assertNotIn("sandbox.memory", r.error_of(ImportError("cannot import name x"), {"memory": 1 << 29})["message"])
 
+    def test_shell_command_hints(self):
+        # A new user's first cell is often a shell or notebook line.
+        cases = [
+            ("pip install pandas numpy\n", "call install_dependencies with packages=['pandas', 'numpy']"),
+            ("!pip install -q requests", "call install_dependencies with packages=['requests']"),
+            ("%pip install polars", "call install_dependencies with packages=['polars']"),
+            ("uv pip install httpx", "call install_dependencies with packages=['httpx']"),
+            ("pip install", "call install_dependencies (after"),
+            ("!ls -la", "subprocess.run(['ls', ...])"),
+        ]
+        for line, hint in cases:
+            with self.subTest(line=line):
+                try:
+                    compile(line, "<cell>", "exec")
+                except SyntaxError as exc:
+                    e = r.error_of(exc)
+                self.assertTrue(e["message"].startswith("invalid syntax (<cell>, line 1); "), e["message"])
+                self.assertIn(hint, e["message"])
+        for line in ("def f(:", "pip = 1 +", "x = (\n)\n)"):
+            with self.subTest(line=line):
+                try:
+                    compile(line, "<cell>", "exec")
+                except SyntaxError as exc:
+                    e = r.error_of(exc)
+                self.assertNotIn("; ", e["message"])
+
     def test_import_error_without_a_name_has_no_hint(self):
         self.assertEqual(r.error_of(ImportError("cannot import name x"))["message"], "cannot import name x")
 
