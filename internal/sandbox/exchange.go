@@ -20,6 +20,8 @@ type execFrame struct {
 	Args    []string       `json:"args,omitempty"`
 	// Filename names the code in tracebacks and sys.argv[0]; "" is "<cell>".
 	Filename string `json:"filename,omitempty"`
+	// CodecellTools are Request.CodecellTools; null is every one.
+	CodecellTools []string `json:"codecell_tools"`
 	// Session keeps the process, and its globals, for the next exec frame.
 	Session bool         `json:"session,omitempty"`
 	Limits  runnerLimits `json:"limits"`

@@ -227,15 +227,16 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	}
 	calls := &execCalls{s: s, ns: j.Namespace}
 	sreq := sandbox.Request{
-		Workspace:    s.Workspace(j.Namespace),
-		Skills:       s.skillsDir(ctx, j.Namespace),
-		Code:         j.Code,
-		Context:      j.Context,
-		Args:         j.Args,
-		Filename:     j.Filename,
-		Timeout:      j.Timeout,
-		Calls:        calls,
-		MaxToolCalls: s.cfg.Sandbox.MaxToolCalls,
+		Workspace:     s.Workspace(j.Namespace),
+		Skills:        s.skillsDir(ctx, j.Namespace),
+		Code:          j.Code,
+		Context:       j.Context,
+		Args:          j.Args,
+		Filename:      j.Filename,
+		CodecellTools: s.codeTools,
+		Timeout:       j.Timeout,
+		Calls:         calls,
+		MaxToolCalls:  s.cfg.Sandbox.MaxToolCalls,
 		// Output over the limit is cut where no value is cut in two: the
 		// gate then tokenizes the whole of what is kept.
 		Cut: s.gate.Cut,

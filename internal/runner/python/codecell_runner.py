@@ -625,6 +625,7 @@ def execute(chan, req, outfds=None, glb=None, pipes=None):
     sys.argv = [filename] + list(req.get("args") or [])
 
     _rpc._chan = chan  # tool calls and search_tools go over the channel
+    sys.modules["codecell"]._only(req.get("codecell_tools"))
     if glb is None:
         glb = new_globals()
     if filename != CELL:

@@ -399,3 +399,33 @@ class ApplyLimitsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CodecellSurfaceTest(unittest.TestCase):
+    """The codecell package shows, in help and __all__, only the tools the
+    host says code can call in this execution."""
+
+    def tearDown(self):
+        import codecell
+        codecell._only(None)
+
+    def test_only_what_can_be_called(self):
+        import pydoc
+        import codecell
+        import codecell.privacy
+        codecell._only(["sanitize_pii", "write_workspace_file"])
+        self.assertNotIn("restore_pii", codecell.__all__)
+        self.assertIn("sanitize_pii", codecell.__all__)
+        self.assertIn("search_tools", codecell.__all__, "search_tools is always there")
+        self.assertEqual(codecell.privacy.__all__, ["sanitize_pii"])
+        text = pydoc.render_doc(codecell, renderer=pydoc.plaintext)
+        self.assertNotIn("restore_pii", text)
+        self.assertNotIn("install_dependencies", text)
+        self.assertIn("privacy     sanitize_pii\n", text)
+        self.assertIn("sanitize_pii(text: str)", text)
+        self.assertNotIn("restore_pii", pydoc.render_doc(codecell.privacy, renderer=pydoc.plaintext))
+        # Still importable: its call says why it fails.
+        from codecell import restore_pii  # noqa: F401
+        codecell._only(None)
+        self.assertIn("restore_pii", codecell.__all__)
+        self.assertIn("privacy     sanitize_pii restore_pii\n", codecell.__doc__)
