@@ -388,7 +388,14 @@ def error_of(exc, limits=None):
     if top == "skills":
         message += "; list_skills lists this namespace's skills, save_skill saves one"
     elif top == "servers":
-        message += "; search_tools finds the upstream tools and the servers they come from"
+        near = servers_near(exc.name.split(".")[1] if "." in exc.name else "", None)
+        message += "; " + (near + "; " if near else "") + "search_tools finds the upstream tools and the servers they come from"
+    elif (isinstance(exc, ImportError) and (exc.name or "").startswith("servers.")
+          and message.startswith("cannot import name '")):
+        server, tool = exc.name.split(".")[1], message.split("'")[1]
+        near = servers_near(tool, server)
+        message += "; " + (near + "; " if near else "") + (
+            "help(servers.%s) lists its tools; search_tools finds tools by what they do" % server)
     elif top:
         message += ("; to install it, call install_dependencies with packages=[%r] (after configure_environment"
                     " with type venv; the package name may differ from the module name)" % top)
@@ -421,6 +428,47 @@ def shell_hint(line):
         return ("codecell runs Python, not shell or notebook commands (! and %% lines): run a program with"
                 " subprocess.run([%r, ...]), where the sandbox has it" % words[0])
     return None
+
+
+def servers_tools():
+    """{server: [tool]} of the generated servers package, from its files
+    (each tool is servers/<server>/<tool>.py), without importing them."""
+    servers = sys.modules.get("servers")
+    out = {}
+    if servers is None or not getattr(servers, "__file__", None):
+        return out
+    here = os.path.dirname(servers.__file__)
+    for name in sorted(getattr(servers, "_SERVERS", ())):
+        try:
+            out[name] = sorted(f[:-3] for f in os.listdir(os.path.join(here, name))
+                               if f.endswith(".py") and not f.startswith("_"))
+        except OSError:
+            out[name] = []
+    return out
+
+
+def servers_near(name, server):
+    """Did you mean ...: the names nearest name by spelling among the tools
+    of server, or, with server None, among the servers; then a tool of
+    that name on another server. "" when nothing is near."""
+    if not name:
+        return ""
+    import difflib  # only here: the fork server stays small
+    tools = servers_tools()
+    base = name[:-len("_async")] if name.endswith("_async") else name
+    if server is None:
+        near = ["servers." + s for s in difflib.get_close_matches(name, list(tools), 3, 0.6)]
+    else:
+        near = difflib.get_close_matches(base, tools.get(server, []), 3, 0.6)
+        near = [n + name[len(base):] for n in near]
+    if not near:
+        near = ["from servers.%s import %s" % (s, t + name[len(base):])
+                for s in tools if s != server for t in tools[s] if t == base]
+    if not near:
+        for s in tools:
+            if s != server:
+                near += ["servers.%s.%s" % (s, t) for t in difflib.get_close_matches(base, tools[s], 1, 0.8)]
+    return "did you mean %s?" % " or ".join(near[:3]) if near else ""
 
 
 # What the loader and the C library say when the address space is full: an
