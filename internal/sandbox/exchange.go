@@ -261,7 +261,7 @@ func (x *exchange) output(stream string, p []byte) bool {
 		x.stderr.add(p)
 	}
 	x.total += int64(len(p))
-	if flood := x.lim.Output * floodFactor; x.total > flood && x.fault == nil {
+	if flood := x.lim.Flood; x.total > flood && x.fault == nil {
 		x.fault = failure(ErrOutputLimit, "the code wrote more than %d bytes of output (the limit keeps %d per stream); it was stopped", flood, x.lim.Output)
 		return true
 	}
