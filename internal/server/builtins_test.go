@@ -134,14 +134,15 @@ func TestBuiltinPolicy(t *testing.T) {
 }
 
 // TestRestoreNotFromCodeByDefault: without pii.allowRestore, code cannot
-// call restore_pii either (it is no tool at all), so the sandbox gets no
-// originals by that way; with it, code can.
+// call restore_pii either (it is no tool at all: the call raises
+// PermissionError naming the key), so the sandbox gets no originals by
+// that way; with it, code can.
 func TestRestoreNotFromCodeByDefault(t *testing.T) {
 	ex := &recordingExec{}
 	_, cs := newTestServer(t, func(o *Options) { o.Config = config.Default(); o.Executor = ex })
 	_, err := hostCall(t, cs, ex, "codecell", map[string]any{"tool": "restore_pii", "arguments": map[string]any{"text": "[EMAIL_000000]"}})
 	var ce *sandbox.CallError
-	if !errors.As(err, &ce) || ce.Kind != "AttributeError" {
+	if !errors.As(err, &ce) || ce.Kind != "PermissionError" || !strings.Contains(ce.Message, "pii.allowRestore") {
 		t.Errorf("restore_pii from code without allowRestore: %v", err)
 	}
 	cfg := config.Default()
