@@ -80,20 +80,29 @@ func TestAnswerBudgetHoldsLargestAnswers(t *testing.T) {
 // output limit keeps its end in the answer, and the workspace file of the
 // cut answer holds the whole stream. Before, both held only the first
 // MiB: the last line was gone, and the marker still said the whole output
-// was in the file.
+// was in the file. The output limit here is 64 KiB, so that each stream is
+// past 8 times it, where the execution used to end with OutputLimit:
+// output up to the saved file's bound (SavedOutputLimit) ends nothing, and
+// past it the file keeps the stream's last bytes and says what it dropped.
 func TestRunawayOutputKeepsItsEnd(t *testing.T) {
 	requireProduction(t)
-	cfgPath, dataDir := testDirs(t, `{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 1, "timeout": "60s", "answerBudget": 20000},
-		"toolsets": ["exec"]}`)
+	cfgPath, dataDir := testDirs(t, `{"sandbox": {"isolation": "production", "python": "/usr/bin/python3", "pool": 1, "timeout": "60s", "answerBudget": 20000,
+		"output": "64KiB"}, "toolsets": ["exec"]}`)
 	cs := serveStdio(t, cfgPath, dataDir, nil)
 	defer cs.Close()
+	const mib = 1 << 20
 	for _, tt := range []struct{ name, code, last, whole string }{
 		{"60,000 log lines", "for i in range(60_000):\n    print(f'log line {i:06d}: something happened here')\nprint('ANSWER=42')",
 			"ANSWER=42\n", "log line 031234: something happened here\n"},
 		{"one 5 MB line", "print('x' * 5_000_000); print('tail-marker')", "tail-marker\n", strings.Repeat("x", 5_000_000) + "\ntail-marker\n"},
+		{"past the saved file's bound", "import sys\nfor i in range(70):\n    sys.stdout.write('y' * (1 << 20))\nprint()\nprint('tail-marker')",
+			"y\ntail-marker\n", "===== stdout =====\n" + strings.Repeat("y", 64*mib) + "\n[codecell: "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, out := call(t, cs, map[string]any{"code": tt.code, "timeout_seconds": 60})
+			res, out := call(t, cs, map[string]any{"code": tt.code, "timeout_seconds": 60})
+			if !out.OK {
+				t.Errorf("the execution failed: %+v", out.Error)
+			}
 			if !strings.HasSuffix(out.Stdout, tt.last) {
 				t.Errorf("the answer's stdout ends %q, want its last line %q", out.Stdout[max(0, len(out.Stdout)-200):], tt.last)
 			}
@@ -106,6 +115,13 @@ func TestRunawayOutputKeepsItsEnd(t *testing.T) {
 			}
 			if !strings.Contains(string(saved), tt.whole) || !strings.Contains(string(saved), tt.last) || strings.Contains(string(saved), "output truncated") {
 				t.Errorf("the saved output (%d bytes) does not hold the whole stream", len(saved))
+			}
+			if len(saved) > 64*mib+64*1024+17*1024+300 {
+				t.Errorf("the saved output is %d bytes, past its bound", len(saved))
+			}
+			if marker := "bytes of stdout dropped here, past the 64 MiB this file keeps whole; its last"; strings.Contains(tt.whole, "[codecell: ") &&
+				(!strings.Contains(string(saved), marker) || !strings.Contains(out.Stdout+textOf(res), "the output's first 64 MiB and its last lines are in the workspace file")) {
+				t.Errorf("past the saved file's bound, no marker says so: %q", out.Stdout[:min(len(out.Stdout), 300)])
 			}
 		})
 	}

@@ -153,6 +153,7 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		Limits: sandbox.Limits{
 			Memory: sb.Memory, Pids: sb.Pids, CPUTime: sb.CPUTime, FileSize: sb.FileSize,
 			OpenFiles: sb.OpenFiles, Output: sb.Output, TmpSize: sb.TmpSize,
+			Flood: server.OutputFlood(sb.Output),
 		},
 		StateDir: stateDir,
 		PoolSize: sb.Pool,

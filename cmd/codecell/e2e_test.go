@@ -542,6 +542,45 @@ func TestDoctorAndExec(t *testing.T) {
 	}
 }
 
+// TestExecScript: codecell exec FILE arg... runs the file as python would:
+// the arguments are sys.argv[1:], sys.argv[0] the file's name as given, and
+// the traceback names the file; - reads the script from stdin.
+func TestExecScript(t *testing.T) {
+	requireProduction(t)
+	cfgPath, dataDir := testDirs(t, testConfig)
+	dir := t.TempDir()
+	script := "import sys\nprint(sys.argv)\nraise SystemExit(int(sys.argv[1]) // 0)\n"
+	if err := os.WriteFile(filepath.Join(dir, "script.py"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(stdin string, args ...string) (string, int) {
+		t.Helper()
+		needBinary(t)
+		cmd := exec.Command(binary, append([]string{"exec", "--config", cfgPath, "--data-dir", dataDir}, args...)...)
+		cmd.Dir, cmd.Stdin = dir, strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	out, code := run("", "script.py", "7", "--json")
+	if code != 1 || !strings.Contains(out, "['script.py', '7', '--json']\n") ||
+		!strings.Contains(out, "File \"script.py\", line 3, in <module>\n    raise SystemExit(int(sys.argv[1]) // 0)") || strings.Contains(out, "<cell>") {
+		t.Errorf("exec script.py 7 --json: exit %d:\n%s", code, out)
+	}
+	out, code = run(script, "-", "8")
+	if code != 1 || !strings.Contains(out, "['<stdin>', '8']\n") || !strings.Contains(out, "File \"<stdin>\", line 3") {
+		t.Errorf("exec - 8: exit %d:\n%s", code, out)
+	}
+	out, code = run("", "-c", "import sys; print(sys.argv[1:])", "x", "y")
+	if code != 0 || out != "['x', 'y']\n" {
+		t.Errorf("exec -c CODE x y: exit %d:\n%s", code, out)
+	}
+}
+
 // TestConfigSourceFromAnyCwd: started in / as desktop hosts do, with no
 // config named, doctor and list_tool_categories say every place looked; with
 // --config, the file read.

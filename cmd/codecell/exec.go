@@ -24,7 +24,7 @@ func runExec(ctx context.Context, g *globals, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	src, err := readSource(*code, fs.Args())
+	src, script, err := readSource(*code, fs.Args())
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,11 @@ func runExec(ctx context.Context, g *globals, args []string) error {
 	if *timeout > 0 {
 		in["timeout_seconds"] = timeout.Seconds()
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code", Arguments: in})
+	params := &mcp.CallToolParams{Name: "execute_code", Arguments: in}
+	if script.Filename != "" || len(script.Args) > 0 {
+		params.Meta = mcp.Meta{server.MetaScript: script}
+	}
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		return err
 	}
@@ -105,21 +109,22 @@ func runExec(ctx context.Context, g *globals, args []string) error {
 	return nil
 }
 
-// readSource takes code from -c, a file, or "-" (stdin).
-func readSource(code string, args []string) (string, error) {
+// readSource takes code from -c, a file, or "-" (stdin); the arguments
+// after it are the script's, as python's command line takes them. The
+// script is named as python names it: the file's name as given, <stdin>,
+// or (with -c) <cell>.
+func readSource(code string, args []string) (string, server.Script, error) {
 	switch {
-	case code != "" && len(args) > 0:
-		return "", fmt.Errorf("exec: give code with -c or as a file, not both")
 	case code != "":
-		return code, nil
-	case len(args) == 1 && args[0] == "-":
+		return code, server.Script{Args: args}, nil
+	case len(args) > 0 && args[0] == "-":
 		b, err := io.ReadAll(os.Stdin)
-		return string(b), err
-	case len(args) == 1:
+		return string(b), server.Script{Filename: "<stdin>", Args: args[1:]}, err
+	case len(args) > 0:
 		b, err := os.ReadFile(args[0])
-		return string(b), err
+		return string(b), server.Script{Filename: args[0], Args: args[1:]}, err
 	}
-	return "", fmt.Errorf("exec: give code with -c CODE, a FILE, or - for stdin")
+	return "", server.Script{}, fmt.Errorf("exec: give code with -c CODE, a FILE, or - for stdin (arguments after it are sys.argv[1:])")
 }
 
 // exitCode is the code's exit status: that of sys.exit, 1 for any other

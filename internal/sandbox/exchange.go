@@ -20,6 +20,8 @@ type execFrame struct {
 	Args    []string       `json:"args,omitempty"`
 	// Filename names the code in tracebacks and sys.argv[0]; "" is "<cell>".
 	Filename string `json:"filename,omitempty"`
+	// CodecellTools are Request.CodecellTools; null is every one.
+	CodecellTools []string `json:"codecell_tools"`
 	// Session keeps the process, and its globals, for the next exec frame.
 	Session bool         `json:"session,omitempty"`
 	Limits  runnerLimits `json:"limits"`
@@ -259,7 +261,7 @@ func (x *exchange) output(stream string, p []byte) bool {
 		x.stderr.add(p)
 	}
 	x.total += int64(len(p))
-	if flood := x.lim.Output * floodFactor; x.total > flood && x.fault == nil {
+	if flood := x.lim.Flood; x.total > flood && x.fault == nil {
 		x.fault = failure(ErrOutputLimit, "the code wrote more than %d bytes of output (the limit keeps %d per stream); it was stopped", flood, x.lim.Output)
 		return true
 	}

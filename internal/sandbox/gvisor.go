@@ -527,7 +527,8 @@ func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result,
 		}
 		exchanged <- x.run(g.out, g.in, execFrame{
 			Type: channel.TypeExec, Code: req.Code, Context: req.Context, Args: req.Args, Filename: req.Filename,
-			Limits: lim.forRunner(Hardened, req.FileSize, false),
+			CodecellTools: req.CodecellTools,
+			Limits:        lim.forRunner(Hardened, req.FileSize, false),
 		})
 	}()
 

@@ -14,6 +14,12 @@ type Limits struct {
 	OpenFiles int           // descriptors per process
 	Output    int64         // bytes kept of stdout and of stderr, each
 	TmpSize   int64         // size of the private /tmp (and /dev/shm), bytes
+	// Flood is the output, both streams together, past which the
+	// execution is ended with OutputLimit rather than read until its
+	// timeout; below it, output past Output is cut (head and tail kept)
+	// and the execution goes on. Zero means 8 x Output (floodFactor); it
+	// is never less than Output.
+	Flood int64
 }
 
 // DefaultLimits are the limits used where a field is zero (the config's
@@ -52,6 +58,10 @@ func (l Limits) withDefaults() Limits {
 	if l.TmpSize > 0 {
 		d.TmpSize = l.TmpSize
 	}
+	d.Flood = max(l.Flood, d.Output)
+	if l.Flood <= 0 {
+		d.Flood = d.Output * floodFactor
+	}
 	return d
 }
 
@@ -59,9 +69,7 @@ func (l Limits) withDefaults() Limits {
 // process beyond what the code allocates.
 const gvisorAddressSpace = 1 << 30
 
-// floodFactor bounds output: past this many times the Output limit (both
-// streams together) the execution is ended with OutputLimit rather than
-// drained until its timeout.
+// floodFactor is the default Flood: this many times the Output limit.
 const floodFactor = 8
 
 // runnerLimits is what the runner applies to itself with setrlimit after the

@@ -247,6 +247,30 @@ func TestLimits(t *testing.T) {
 			},
 		},
 		{
+			// Flood, not 8 x Output, is where output ends the execution:
+			// below it output is cut and the code runs to its end.
+			name:    "output past 8 x the limit, under the flood bound",
+			levels:  all,
+			limits:  Limits{Output: 64 * kib, Flood: 4 * mib},
+			timeout: slack,
+			code:    "print('x' * 2_000_000); print('the end')",
+			check: func(t *testing.T, r *Result, run limitRun) {
+				if !r.OK || !r.Truncated.Stdout || !strings.HasSuffix(r.Stdout, "x\nthe end\n") {
+					t.Fatalf("ok=%v truncated=%+v error=%+v, stdout ends %q: want ok, cut, with its last line", r.OK, r.Truncated, r.Error, tail(r.Stdout))
+				}
+			},
+		},
+		{
+			name:    "output past the flood bound",
+			levels:  all,
+			limits:  Limits{Output: 64 * kib, Flood: 4 * mib},
+			timeout: slack,
+			code:    "while True: print('x' * 10000)",
+			check: func(t *testing.T, r *Result, run limitRun) {
+				wantError(t, r, ErrOutputLimit, "more than 4194304 bytes")
+			},
+		},
+		{
 			name:    "huge result",
 			levels:  all,
 			limits:  Limits{Output: 64 * kib},

@@ -30,7 +30,12 @@ type Request struct {
 	// Filename names the code in tracebacks and sys.argv[0] (a workspace
 	// code file's path); "" means "<cell>".
 	Filename string
-	Timeout  time.Duration // wall clock for the whole execution; zero means 30s
+	// CodecellTools names codecell's own tools the code can call (from
+	// codecell import ...): the runner leaves the codecell package's other
+	// functions out of its help (help(codecell), __all__). nil means every
+	// one.
+	CodecellTools []string
+	Timeout       time.Duration // wall clock for the whole execution; zero means 30s
 	// Python is the interpreter to run, e.g. a venv's bin/python; "" means
 	// the Manager's. ReadOnly are host directories it needs (the venv),
 	// shown read-only at their own paths; only used with Python.

@@ -531,7 +531,8 @@ func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Requ
 	defer errR.Close()
 	frame, err := channel.Encode(execFrame{
 		Type: channel.TypeExec, Code: req.Code, Context: req.Context, Args: req.Args, Filename: req.Filename,
-		Session: session, Limits: lim.forRunner(z.level, req.FileSize, session),
+		CodecellTools: req.CodecellTools,
+		Session:       session, Limits: lim.forRunner(z.level, req.FileSize, session),
 	})
 	sent := 0
 	if err == nil {

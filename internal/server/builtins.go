@@ -187,6 +187,18 @@ func (s *Server) builtinCatalog() []catalog.Tool {
 	return out
 }
 
+// callableBuiltins are the names of the tools code can call: those it
+// has a way to (b.call) that the policy allows, as callBuiltin decides.
+func (s *Server) callableBuiltins() []string {
+	out := []string{}
+	for _, t := range s.tools.builtins {
+		if s.policy.allows(t) {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
 // builtinUse is what a codecell tool's catalog description says of its use
 // from code.
 func builtinUse(name string) string {
@@ -206,8 +218,11 @@ func (e *execCalls) callBuiltin(ctx context.Context, params json.RawMessage) (an
 		return nil, &sandbox.CallError{Kind: "ValueError", Message: "a codecell call needs a tool"}
 	}
 	b, ok := e.s.builtin(p.Tool)
+	if !ok && p.Tool == "restore_pii" {
+		return nil, &sandbox.CallError{Kind: "PermissionError", Message: "restore_pii is off: it hands back the originals of personal data, which codecell's config allows with pii.allowRestore"}
+	}
 	if !ok {
-		return nil, &sandbox.CallError{Kind: "AttributeError", Message: fmt.Sprintf("codecell has no tool %q that code can call", p.Tool)}
+		return nil, &sandbox.CallError{Kind: "AttributeError", Message: fmt.Sprintf("codecell has no tool %q that code can call here", p.Tool)}
 	}
 	if t, ok := e.s.tools.catalog().Lookup(config.ReservedServer + "." + p.Tool); ok && !e.s.policy.allows(t) {
 		return nil, &sandbox.CallError{Kind: "PermissionError", Message: fmt.Sprintf("policy denies calling codecell.%s", p.Tool)}

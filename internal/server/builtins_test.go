@@ -134,14 +134,15 @@ func TestBuiltinPolicy(t *testing.T) {
 }
 
 // TestRestoreNotFromCodeByDefault: without pii.allowRestore, code cannot
-// call restore_pii either (it is no tool at all), so the sandbox gets no
-// originals by that way; with it, code can.
+// call restore_pii either (it is no tool at all: the call raises
+// PermissionError naming the key), so the sandbox gets no originals by
+// that way; with it, code can.
 func TestRestoreNotFromCodeByDefault(t *testing.T) {
 	ex := &recordingExec{}
 	_, cs := newTestServer(t, func(o *Options) { o.Config = config.Default(); o.Executor = ex })
 	_, err := hostCall(t, cs, ex, "codecell", map[string]any{"tool": "restore_pii", "arguments": map[string]any{"text": "[EMAIL_000000]"}})
 	var ce *sandbox.CallError
-	if !errors.As(err, &ce) || ce.Kind != "AttributeError" {
+	if !errors.As(err, &ce) || ce.Kind != "PermissionError" || !strings.Contains(ce.Message, "pii.allowRestore") {
 		t.Errorf("restore_pii from code without allowRestore: %v", err)
 	}
 	cfg := config.Default()
@@ -248,5 +249,49 @@ func TestSearchNeverSilentlyEmpty(t *testing.T) {
 	// A search that matches has no note.
 	if out, _ := search("read a workspace file"); out.Note != "" || len(out.Tools) == 0 {
 		t.Errorf("plain search: %+v", out)
+	}
+}
+
+// TestCodecellHelpShowsWhatCanBeCalled: help(codecell) in the sandbox lists
+// the tools code can call in that execution: restore_pii only where the
+// config allows it, and none the policy denies; restore_pii's call where it
+// is off says which key turns it on (issue #30).
+func TestCodecellHelpShowsWhatCanBeCalled(t *testing.T) {
+	const code = `import codecell, pydoc
+text = pydoc.render_doc(codecell, renderer=pydoc.plaintext)
+print("restore_pii" in text, "restore_pii" in codecell.__all__, "sanitize_pii" in text, "list_workspace_files" in text)
+try:
+    codecell.restore_pii("x")
+except Exception as e:
+    print(type(e).__name__, e)
+`
+	for _, tc := range []struct {
+		name  string
+		mod   func(*config.Config)
+		lines []string
+	}{
+		{"restore off, list_workspace_files denied", func(c *config.Config) { c.Policy.Deny = []string{"codecell.list_workspace_files"} },
+			[]string{"False False True False", "PermissionError restore_pii is off: it hands back the originals of personal data, which codecell's config allows with pii.allowRestore"}},
+		{"restore on", func(c *config.Config) { c.PII.AllowRestore = true },
+			[]string{"True True True True", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mgr, err := sandbox.New(sandbox.Options{Level: sandbox.Development, Python: "/usr/bin/python3", StateDir: t.TempDir(), PoolSize: 1})
+			if err != nil {
+				t.Skip(err)
+			}
+			t.Cleanup(func() { mgr.Close() })
+			_, cs := newTestServer(t, func(o *Options) {
+				o.Config.Sandbox.Isolation = "development"
+				tc.mod(o.Config)
+				o.Executor = mgr
+			})
+			var out ExecuteCodeOutput
+			mustCall(t, cs, "execute_code", map[string]any{"code": code}, &out)
+			got := strings.Split(out.Stdout, "\n")
+			if len(got) < 2 || got[0] != tc.lines[0] || (tc.lines[1] != "" && got[1] != tc.lines[1]) {
+				t.Errorf("stdout %q, want the lines %q", out.Stdout, tc.lines)
+			}
+		})
 	}
 }

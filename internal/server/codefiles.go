@@ -231,18 +231,8 @@ func lineCount(s string) int {
 
 func (s *Server) executeCodeFile(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeFileInput) (*mcp.CallToolResult, ExecuteCodeOutput, error) {
 	ns := namespaceOf(req)
-	if len(in.Args) > maxArgs {
-		return nil, ExecuteCodeOutput{}, fieldError("args", "has %d entries; the limit is %d", len(in.Args), maxArgs)
-	}
-	total := 0
-	for i, a := range in.Args {
-		total += len(a)
-		if strings.IndexByte(a, 0) >= 0 {
-			return nil, ExecuteCodeOutput{}, fieldError("args", "entry %d contains a NUL byte", i)
-		}
-	}
-	if total > maxArgBytes {
-		return nil, ExecuteCodeOutput{}, fieldError("args", "are %d bytes together; the limit is %d", total, maxArgBytes)
+	if err := checkArgs("args", in.Args); err != nil {
+		return nil, ExecuteCodeOutput{}, err
 	}
 	e, code, err := s.loadCodeFile(ctx, ns, in.Path)
 	if err != nil {

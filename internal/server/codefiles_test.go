@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestCodeFiles(t *testing.T) {
@@ -193,5 +196,54 @@ func TestNewCodeFileNumbers(t *testing.T) {
 	mustCall(t, cs, "initialize_code_file", map[string]any{"content": "x = 1"}, &f)
 	if f.Path != "code/cell_8.py" {
 		t.Fatalf("new code file %q, want code/cell_8.py", f.Path)
+	}
+}
+
+// TestScriptsNameThemselves: a code file run by execute_code_file, and code
+// that execute_code runs as a script (its _meta's MetaScript, as codecell
+// exec FILE arg... sends it), see their name in sys.argv[0] and their
+// arguments after it, and their tracebacks name the file, not <cell>.
+func TestScriptsNameThemselves(t *testing.T) {
+	_, _, cs := sessionServer(t)
+	const code = "import sys\nprint(sys.argv, __file__)\nraise ValueError('bad ' + sys.argv[1])\n"
+	mustCall(t, cs, "initialize_code_file", map[string]any{"content": code, "filename": "tools/job.py"}, nil)
+	res, text := callTool(t, cs, "execute_code_file", map[string]any{"path": "tools/job.py", "args": []string{"a b", "--c"}})
+	var out ExecuteCodeOutput
+	structured(t, res, &out)
+	if out.Stdout != "['tools/job.py', 'a b', '--c'] tools/job.py\n" || out.Error == nil ||
+		!strings.Contains(out.Error.Traceback, "File \"tools/job.py\", line 3, in <module>\n    raise ValueError('bad ' + sys.argv[1])\nValueError: bad a b") {
+		t.Errorf("execute_code_file: stdout %q, error %+v\n%s", out.Stdout, out.Error, text)
+	}
+
+	call := func(meta mcp.Meta, code string) (*mcp.CallToolResult, ExecuteCodeOutput) {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Meta: meta, Name: "execute_code", Arguments: map[string]any{"code": code}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out ExecuteCodeOutput
+		if !res.IsError || res.StructuredContent != nil {
+			structured(t, res, &out)
+		}
+		return res, out
+	}
+	_, out = call(mcp.Meta{MetaScript: Script{Filename: "script.py", Args: []string{"x"}}}, code)
+	if out.Stdout != "['script.py', 'x'] script.py\n" || out.Error == nil || !strings.Contains(out.Error.Traceback, "File \"script.py\", line 3, in <module>") {
+		t.Errorf("execute_code as a script: stdout %q, error %+v", out.Stdout, out.Error)
+	}
+	// Arguments alone: the code is still the cell, without a __file__.
+	_, out = call(mcp.Meta{MetaScript: map[string]any{"args": []string{"y"}}}, "import sys\nprint(sys.argv, '__file__' in globals())\n1/0")
+	if out.Stdout != "['<cell>', 'y'] False\n" || out.Error == nil || !strings.Contains(out.Error.Traceback, "File \"<cell>\", line 3") {
+		t.Errorf("execute_code with args: stdout %q, error %+v", out.Stdout, out.Error)
+	}
+	for name, meta := range map[string]any{
+		"not an object": "script.py",
+		"a NUL":         Script{Filename: "a\x00b"},
+		"too many args": Script{Args: make([]string, maxArgs+1)},
+	} {
+		res, _ := call(mcp.Meta{MetaScript: meta}, code)
+		if text := textOf(res); !res.IsError || !strings.Contains(text, "_meta."+MetaScript) {
+			t.Errorf("%s: not refused: %q", name, text)
+		}
 	}
 }

@@ -126,14 +126,79 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
+	script, err := scriptOf(req)
+	if err != nil {
+		return nil, ExecuteCodeOutput{}, err
+	}
 	return s.runCode(ctx, job{
 		Namespace: namespaceOf(req),
 		Code:      in.Code,
 		Context:   in.Context,
+		Args:      script.Args,
+		Filename:  script.Filename,
 		SessionID: in.SessionID,
 		Timeout:   timeout,
 		Req:       req,
 	})
+}
+
+// MetaScript is the _meta key of an execute_code call that runs its code as
+// a script run from a command line, a Script: codecell exec FILE arg...
+// sets it. A model has no use for it, so it is not in the tool's input
+// schema; it changes only names the code sees, nothing of the sandbox.
+const MetaScript = "codecell/script"
+
+// Script is the value of an execute_code call's MetaScript.
+type Script struct {
+	// Filename names the code in tracebacks, sys.argv[0] and __file__;
+	// "" is "<cell>".
+	Filename string `json:"filename,omitempty"`
+	// Args are sys.argv[1:].
+	Args []string `json:"args,omitempty"`
+}
+
+// maxFilename bounds a Script's Filename.
+const maxFilename = 4096
+
+// scriptOf reads the request's MetaScript, checked as execute_code_file's
+// args are.
+func scriptOf(req *mcp.CallToolRequest) (Script, error) {
+	var sc Script
+	if req == nil || req.Params == nil || req.Params.Meta[MetaScript] == nil {
+		return sc, nil
+	}
+	raw, err := json.Marshal(req.Params.Meta[MetaScript])
+	if err == nil {
+		err = json.Unmarshal(raw, &sc)
+	}
+	if err != nil {
+		return Script{}, fieldError("_meta."+MetaScript, "is not {\"filename\": string, \"args\": [string]}: %v", err)
+	}
+	if len(sc.Filename) > maxFilename || strings.IndexByte(sc.Filename, 0) >= 0 {
+		return Script{}, fieldError("_meta."+MetaScript, "filename is over %d bytes or contains a NUL byte", maxFilename)
+	}
+	if err := checkArgs("_meta."+MetaScript+".args", sc.Args); err != nil {
+		return Script{}, err
+	}
+	return sc, nil
+}
+
+// checkArgs holds a script's command-line arguments to their bounds.
+func checkArgs(field string, args []string) error {
+	if len(args) > maxArgs {
+		return fieldError(field, "has %d entries; the limit is %d", len(args), maxArgs)
+	}
+	total := 0
+	for i, a := range args {
+		total += len(a)
+		if strings.IndexByte(a, 0) >= 0 {
+			return fieldError(field, "entry %d contains a NUL byte", i)
+		}
+	}
+	if total > maxArgBytes {
+		return fieldError(field, "are %d bytes together; the limit is %d", total, maxArgBytes)
+	}
+	return nil
 }
 
 // job is one execution as the tools that run code (execute_code,
@@ -163,15 +228,16 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	}
 	calls := &execCalls{s: s, ns: j.Namespace}
 	sreq := sandbox.Request{
-		Workspace:    s.Workspace(j.Namespace),
-		Skills:       s.skillsDir(ctx, j.Namespace),
-		Code:         j.Code,
-		Context:      j.Context,
-		Args:         j.Args,
-		Filename:     j.Filename,
-		Timeout:      j.Timeout,
-		Calls:        calls,
-		MaxToolCalls: s.cfg.Sandbox.MaxToolCalls,
+		Workspace:     s.Workspace(j.Namespace),
+		Skills:        s.skillsDir(ctx, j.Namespace),
+		Code:          j.Code,
+		Context:       j.Context,
+		Args:          j.Args,
+		Filename:      j.Filename,
+		CodecellTools: s.codeTools,
+		Timeout:       j.Timeout,
+		Calls:         calls,
+		MaxToolCalls:  s.cfg.Sandbox.MaxToolCalls,
 		// Output over the limit is cut where no value is cut in two: the
 		// gate then tokenizes the whole of what is kept.
 		Cut: s.gate.Cut,
@@ -428,9 +494,11 @@ func ErrorText(e *sandbox.ExecError) string {
 }
 
 // renderError writes an error's traceback, or its type and message. The
-// runner adds hints to the message ("to install it, call
-// install_dependencies ..."), which the traceback's last line, written by
-// Python, lacks: what the message adds is written after the traceback.
+// runner adds hints to the message after "; " or ": " ("to install it,
+// call install_dependencies ..."), which the traceback's last line,
+// written by Python, lacks: a hint is written after the traceback. What
+// else the message has beyond that line is Python's own and in the
+// traceback already (a SyntaxError's "(<cell>, line 1)").
 func renderError(b *strings.Builder, e *sandbox.ExecError) {
 	if e.Traceback == "" {
 		fmt.Fprintf(b, "%s: %s\n", e.Type, e.Message)
@@ -446,7 +514,12 @@ func renderError(b *strings.Builder, e *sandbox.ExecError) {
 	switch {
 	case strings.Contains(tb, e.Message):
 	case shown != "" && strings.HasPrefix(e.Message, shown):
-		fmt.Fprintf(b, "hint: %s\n", strings.TrimLeft(e.Message[len(shown):], "; "))
+		rest := e.Message[len(shown):]
+		if hint, ok := strings.CutPrefix(rest, ": "); ok {
+			fmt.Fprintf(b, "hint: %s\n", hint)
+		} else if _, hint, ok := strings.Cut(rest, "; "); ok {
+			fmt.Fprintf(b, "hint: %s\n", hint)
+		}
 	default:
 		fmt.Fprintf(b, "%s: %s\n", e.Type, e.Message)
 	}

@@ -36,11 +36,22 @@ import (
 // the runner bounds their number and size.
 
 // SavedOutputLimit is the most bytes of an execution's output, both
-// streams together, that the workspace file of a cut answer keeps
+// streams together, that the workspace file of a cut answer keeps whole
 // (docs/tools.md, README "Limits"): far above the answer, which the model
 // reads, and the sandbox's output limit (sandbox.output), which bounds
-// what the host holds in memory. Past it the file says what was dropped.
+// what the host holds in memory. Past it the file keeps each stream's last
+// bytes (as many as the output limit keeps) and says what was dropped
+// before them.
 const SavedOutputLimit = 64 << 20
+
+// OutputFlood is the sandbox's Limits.Flood for an output limit: past it
+// the execution is ended with OutputLimit. It is far past
+// SavedOutputLimit, so that output up to that bound reaches the saved
+// file whole, and what comes after it reaches the file's tail, while the
+// execution goes on; only a runaway is stopped before its timeout.
+func OutputFlood(output int64) int64 {
+	return max(8*output, 4*SavedOutputLimit)
+}
 
 // outputDir is the workspace directory of the whole outputs of cut
 // answers; keptOutputs is how many of them it keeps, newest first.
@@ -67,9 +78,10 @@ type wholeOutput struct {
 }
 
 // outputSpill keeps an execution's output streams as the code wrote them,
-// up to SavedOutputLimit bytes together: in memory up to memory bytes,
-// then in a temporary file. Its add is a sandbox.Request.OnOutput; it is
-// safe for concurrent use.
+// up to limit bytes together (SavedOutputLimit): in memory up to memory
+// bytes, then in a temporary file. Past the limit each stream keeps its
+// last memory bytes, in memory. Its add is a sandbox.Request.OnOutput; it
+// is safe for concurrent use.
 type outputSpill struct {
 	mu      sync.Mutex
 	memory  int64
@@ -80,10 +92,34 @@ type outputSpill struct {
 
 // spilled is one stream's spill.
 type spilled struct {
-	buf     []byte
-	f       *os.File
-	size    int64 // bytes kept
-	dropped int64 // bytes past the limit
+	buf  []byte
+	f    *os.File
+	size int64 // bytes kept, before the limit
+	// lost are bytes before the limit that could not be kept (no
+	// temporary file, a failed write).
+	lost int64
+	// past counts the bytes after the limit; tail holds their last ones
+	// (at least memory of them once there are that many).
+	past int64
+	tail []byte
+}
+
+// tailOf is the last keep bytes of s's output past the limit, starting at
+// a character.
+func (s *spilled) tailOf(keep int64) []byte {
+	t := s.tail
+	if int64(len(t)) > keep {
+		t = t[int64(len(t))-keep:]
+	}
+	for len(t) > 0 && !utf8.RuneStart(t[0]) {
+		t = t[1:]
+	}
+	return t
+}
+
+// dropped is how many bytes of s the spill does not hold.
+func (s *spilled) dropped(keep int64) int64 {
+	return s.lost + s.past - int64(len(s.tailOf(keep)))
 }
 
 func newOutputSpill(memory, limit int64) *outputSpill {
@@ -101,7 +137,19 @@ func (o *outputSpill) add(stream string, p []byte) {
 	}
 	room := max(o.limit-o.total, 0)
 	if int64(len(p)) > room {
-		s.dropped += int64(len(p)) - room
+		// Past the limit: the stream's last bytes, kept as the sandbox's
+		// capture keeps its tail (it grows to twice what it keeps before
+		// it drops its front, a copy per memory bytes).
+		after := p[room:]
+		s.past += int64(len(after))
+		if keep := o.memory; int64(len(after)) >= keep {
+			s.tail = append(s.tail[:0], after[int64(len(after))-keep:]...)
+		} else {
+			if int64(len(s.tail)+len(after)) > 2*keep {
+				s.tail = append(s.tail[:0], s.tail[int64(len(s.tail)+len(after))-keep:]...)
+			}
+			s.tail = append(s.tail, after...)
+		}
 		p = p[:room]
 	}
 	if len(p) == 0 {
@@ -121,7 +169,7 @@ func (o *outputSpill) add(stream string, p []byte) {
 		}
 		if s.f == nil {
 			// No temporary file: what the sandbox kept is all there is.
-			s.dropped += int64(len(p))
+			s.lost += int64(len(p))
 			s.size -= int64(len(p))
 			o.total -= int64(len(p))
 			return
@@ -129,36 +177,38 @@ func (o *outputSpill) add(stream string, p []byte) {
 	}
 	if s.f != nil {
 		if _, err := s.f.Write(p); err != nil {
-			s.dropped += int64(len(p))
+			s.lost += int64(len(p))
 		}
 		return
 	}
 	s.buf = append(s.buf, p...)
 }
 
-// text is what was kept of stream, and how many bytes past the limit were
-// dropped; ok is false when the spill kept nothing of it.
-func (o *outputSpill) text(stream string) (text string, dropped int64, ok bool) {
+// text is what was kept of stream: its head, up to the limit, and its
+// tail past the limit, and how many bytes were dropped between them; ok
+// is false when the spill kept nothing of it.
+func (o *outputSpill) text(stream string) (head, tail string, dropped int64, ok bool) {
 	if o == nil {
-		return "", 0, false
+		return "", "", 0, false
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s := o.streams[stream]
 	if s == nil {
-		return "", 0, false
+		return "", "", 0, false
 	}
+	tail, dropped = string(s.tailOf(o.memory)), s.dropped(o.memory)
 	if s.f == nil {
-		return string(s.buf), s.dropped, true
+		return string(s.buf), tail, dropped, true
 	}
 	b := make([]byte, s.size)
 	if _, err := s.f.ReadAt(b, 0); err != nil && err != io.EOF {
-		return "", 0, false
+		return "", "", 0, false
 	}
-	return string(b), s.dropped, true
+	return string(b), tail, dropped, true
 }
 
-// dropped is how many bytes of output past the limit the spill dropped.
+// dropped is how many bytes of output the spill does not hold.
 func (o *outputSpill) dropped() int64 {
 	if o == nil {
 		return 0
@@ -167,7 +217,7 @@ func (o *outputSpill) dropped() int64 {
 	defer o.mu.Unlock()
 	var n int64
 	for _, s := range o.streams {
-		n += s.dropped
+		n += s.dropped(o.memory)
 	}
 	return n
 }
@@ -223,7 +273,7 @@ func (s *Server) boundAnswer(ctx context.Context, ns string, out *ExecuteCodeOut
 	file, err := s.saveWholeOutput(ctx, ns, whole)
 	where := "the whole output is in the workspace file " + file
 	if n := whole.Spill.dropped(); n > 0 {
-		where = fmt.Sprintf("the output's first %d MiB is in the workspace file %s; the %d bytes past that were dropped", SavedOutputLimit>>20, file, n)
+		where = fmt.Sprintf("the output's first %d MiB and its last lines are in the workspace file %s; the %d bytes between them were dropped", SavedOutputLimit>>20, file, n)
 	}
 	var link *mcp.ResourceLink
 	if err != nil {
@@ -527,14 +577,19 @@ func (s *Server) saveWholeOutput(ctx context.Context, ns string, whole wholeOutp
 		}
 	}
 	stream := func(name, cut string) {
-		text, dropped, ok := whole.Spill.text(name)
+		head, tail, dropped, ok := whole.Spill.text(name)
 		if !ok {
 			section(name, cut)
 			return
 		}
-		section(name, text)
+		section(name, head)
 		if dropped > 0 {
-			fmt.Fprintf(&b, "[codecell: %d more bytes of %s dropped here, past the %d MiB this file keeps]\n", dropped, name, SavedOutputLimit>>20)
+			fmt.Fprintf(&b, "[codecell: %d bytes of %s dropped here, past the %d MiB this file keeps whole; its last %d bytes follow]\n",
+				dropped, name, SavedOutputLimit>>20, len(tail))
+		}
+		b.WriteString(tail)
+		if tail != "" && !strings.HasSuffix(tail, "\n") {
+			b.WriteString("\n")
 		}
 	}
 	stream("stdout", whole.Stdout)

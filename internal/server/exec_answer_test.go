@@ -353,3 +353,25 @@ func TestAnswerBoundsEverything(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputSpillKeepsTheTail: past its bound the spill keeps each
+// stream's last bytes (as many as it holds in memory) and counts those
+// between, whatever the size of the writes.
+func TestOutputSpillKeepsTheTail(t *testing.T) {
+	for _, chunk := range []int{1, 3, 7, 64, 1000} {
+		o := newOutputSpill(10, 100)
+		var all strings.Builder
+		for i := 0; all.Len() < 1000; i++ {
+			all.WriteString(fmt.Sprintf("%d,", i))
+		}
+		whole := all.String()
+		for i := 0; i < len(whole); i += chunk {
+			o.add("stdout", []byte(whole[i:min(i+chunk, len(whole))]))
+		}
+		head, tail, dropped, ok := o.text("stdout")
+		if !ok || head != whole[:100] || tail != whole[len(whole)-10:] || dropped != int64(len(whole)-110) || o.dropped() != dropped {
+			t.Errorf("writes of %d: head %q, tail %q, dropped %d, want %q, %q, %d", chunk, head, tail, dropped, whole[:100], whole[len(whole)-10:], len(whole)-110)
+		}
+		o.Close()
+	}
+}

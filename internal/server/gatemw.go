@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"reflect"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -21,11 +22,14 @@ func (s *Server) gateMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		ns := namespaceOfExtra(req.GetExtra())
 		ctx = gate.WithScope(ctx, ns)
 		res, err := next(ctx, method, req)
-		if s.gate.Off() {
-			return res, err
-		}
 		if err != nil {
-			return nil, s.gate.Error(ctx, ns, err)
+			if s.gate.Off() {
+				return nil, wireError(err)
+			}
+			return nil, wireError(s.gate.Error(ctx, ns, wireError(err)))
+		}
+		if s.gate.Off() {
+			return res, nil
 		}
 		if res == nil || reflect.ValueOf(res).IsNil() {
 			return res, nil
@@ -67,4 +71,24 @@ func (s *Server) gateSending(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, &mcp.ServerRequest[mcp.Params]{Session: r.Session, Params: p, Extra: r.Extra})
 	}
+}
+
+// wireError gives an error its JSON-RPC code: the SDK would send an error
+// that carries none with the code 0, which is none of JSON-RPC's. A bad
+// argument is invalid params; an error that wraps a coded one keeps its
+// code and adds its own words; any other is the server's: internal.
+func wireError(err error) error {
+	var je *jsonrpc.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &je):
+		if je == err {
+			return err
+		}
+		return &jsonrpc.Error{Code: je.Code, Message: err.Error(), Data: je.Data}
+	case errors.As(err, new(*FieldError)):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }

@@ -97,6 +97,9 @@ type Server struct {
 	skills   *skills.Manager // nil: no skills
 	// builtins are codecell's own tools, listed or not; set by New.
 	builtins []*builtin
+	// codeTools are the names of the builtins code can call, for the
+	// codecell package's help (sandbox.Request.CodecellTools).
+	codeTools []string
 	// vols are the workspaces; volOnce makes them when none were given
 	// (ownVols: then Close closes them).
 	vols    *workspace.Volumes
@@ -167,6 +170,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.addStatsTools()
 	s.tools.builtins = s.builtinCatalog()
+	s.codeTools = s.callableBuiltins()
 	if err := s.RefreshTools(); err != nil {
 		return nil, err
 	}

@@ -142,6 +142,27 @@ func TestRenderedErrorKeepsTheHint(t *testing.T) {
 	}
 }
 
+// TestSyntaxErrorText: a SyntaxError reads as Python prints it, without a
+// stray "hint: (<cell>, line 1)" line (issue #30); a shell or notebook
+// line, which new users paste, says what to do instead.
+func TestSyntaxErrorText(t *testing.T) {
+	_, _, cs := sessionServer(t)
+	res := runTool(t, cs, "execute_code", map[string]any{"code": "x = 1\ndef f(:\n    pass"})
+	text := strings.TrimSuffix(textOf(res), "[isolation: development, no sandbox]\n")
+	if !strings.HasSuffix(text, "  File \"<cell>\", line 2\n    def f(:\n          ^\nSyntaxError: invalid syntax\n") || strings.Contains(text, "hint") {
+		t.Errorf("def f(: %q", text)
+	}
+	var out ExecuteCodeOutput
+	structured(t, res, &out)
+	if out.Error == nil || out.Error.Message != "invalid syntax (<cell>, line 2)" {
+		t.Errorf("def f(: structured error %+v", out.Error)
+	}
+	text = strings.TrimSuffix(textOf(runTool(t, cs, "execute_code", map[string]any{"code": "!pip install pandas"})), "[isolation: development, no sandbox]\n")
+	if !strings.HasSuffix(text, "SyntaxError: invalid syntax\nhint: codecell runs Python, not shell commands: to install packages, call install_dependencies with packages=['pandas'] (after configure_environment with type venv)\n") {
+		t.Errorf("!pip install: %q", text)
+	}
+}
+
 func TestRenderError(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -153,6 +174,12 @@ func TestRenderError(t *testing.T) {
 			"Traceback (most recent call last):\n  File \"<cell>\", line 1\nValueError: bad\n"},
 		{"a hint added to the message", sandbox.ExecError{Type: "ModuleNotFoundError", Message: "No module named 'x'; to install it, call ...", Traceback: "Traceback:\nModuleNotFoundError: No module named 'x'\n"},
 			"Traceback:\nModuleNotFoundError: No module named 'x'\nhint: to install it, call ...\n"},
+		{"a SyntaxError's location is in the traceback already", sandbox.ExecError{Type: "SyntaxError", Message: "invalid syntax (<cell>, line 1)", Traceback: "  File \"<cell>\", line 1\n    def f(:\n          ^\nSyntaxError: invalid syntax\n"},
+			"  File \"<cell>\", line 1\n    def f(:\n          ^\nSyntaxError: invalid syntax\n"},
+		{"a SyntaxError's hint", sandbox.ExecError{Type: "SyntaxError", Message: "invalid syntax (<cell>, line 1); codecell runs Python, not shell commands", Traceback: "SyntaxError: invalid syntax\n"},
+			"SyntaxError: invalid syntax\nhint: codecell runs Python, not shell commands\n"},
+		{"a hint after a colon", sandbox.ExecError{Type: "RuntimeError", Message: "can't start new thread: sandbox.pids = 64 is reached", Traceback: "Traceback:\nRuntimeError: can't start new thread\n"},
+			"Traceback:\nRuntimeError: can't start new thread\nhint: sandbox.pids = 64 is reached\n"},
 		{"a message unlike the traceback's", sandbox.ExecError{Type: "MemoryLimit", Message: "the code ran out of its memory limit", Traceback: "Traceback:\nMemoryError"},
 			"Traceback:\nMemoryError\nMemoryLimit: the code ran out of its memory limit\n"},
 	} {

@@ -405,13 +405,87 @@ def error_of(exc, limits=None):
     if top == "skills":
         message += "; list_skills lists this namespace's skills, save_skill saves one"
     elif top == "servers":
-        message += "; search_tools finds the upstream tools and the servers they come from"
+        near = servers_near(exc.name.split(".")[1] if "." in exc.name else "", None)
+        message += "; " + (near + "; " if near else "") + "search_tools finds the upstream tools and the servers they come from"
+    elif (isinstance(exc, ImportError) and (exc.name or "").startswith("servers.")
+          and message.startswith("cannot import name '")):
+        server, tool = exc.name.split(".")[1], message.split("'")[1]
+        near = servers_near(tool, server)
+        message += "; " + (near + "; " if near else "") + (
+            "help(servers.%s) lists its tools; search_tools finds tools by what they do" % server)
     elif top:
         message += ("; to install it, call install_dependencies with packages=[%r] (after configure_environment"
                     " with type venv; the package name may differ from the module name)" % top)
     elif isinstance(exc, (ImportError, OSError)) and out_of_memory(message):
         message += "; " + memory_hint(limits or {})
+    elif isinstance(exc, SyntaxError):
+        hint = shell_hint(exc.text)
+        if hint:
+            message += "; " + hint
     return {"type": name, "message": message, "traceback": user_traceback(exc)}
+
+
+_INSTALLERS = ("pip", "pip3", "conda", "mamba", "uv")
+
+
+def shell_hint(line):
+    """What to do instead of a shell or notebook command that failed to
+    parse as Python (pip install x, !ls, %pip install x), or None."""
+    line = (line or "").strip()
+    words = line.lstrip("!%").split()
+    if not words:
+        return None
+    if words[0] == "uv" and words[1:2] == ["pip"]:
+        words = words[1:]
+    if words[0] in _INSTALLERS and words[1:2] == ["install"]:
+        pkgs = [w for w in words[2:] if not w.startswith("-")]
+        return ("codecell runs Python, not shell commands: to install packages, call install_dependencies%s"
+                " (after configure_environment with type venv)" % (" with packages=%r" % pkgs if pkgs else ""))
+    if line[0] in "!%":
+        return ("codecell runs Python, not shell or notebook commands (! and %% lines): run a program with"
+                " subprocess.run([%r, ...]), where the sandbox has it" % words[0])
+    return None
+
+
+def servers_tools():
+    """{server: [tool]} of the generated servers package, from its files
+    (each tool is servers/<server>/<tool>.py), without importing them."""
+    servers = sys.modules.get("servers")
+    out = {}
+    if servers is None or not getattr(servers, "__file__", None):
+        return out
+    here = os.path.dirname(servers.__file__)
+    for name in sorted(getattr(servers, "_SERVERS", ())):
+        try:
+            out[name] = sorted(f[:-3] for f in os.listdir(os.path.join(here, name))
+                               if f.endswith(".py") and not f.startswith("_"))
+        except OSError:
+            out[name] = []
+    return out
+
+
+def servers_near(name, server):
+    """Did you mean ...: the names nearest name by spelling among the tools
+    of server, or, with server None, among the servers; then a tool of
+    that name on another server. "" when nothing is near."""
+    if not name:
+        return ""
+    import difflib  # only here: the fork server stays small
+    tools = servers_tools()
+    base = name[:-len("_async")] if name.endswith("_async") else name
+    if server is None:
+        near = ["servers." + s for s in difflib.get_close_matches(name, list(tools), 3, 0.6)]
+    else:
+        near = difflib.get_close_matches(base, tools.get(server, []), 3, 0.6)
+        near = [n + name[len(base):] for n in near]
+    if not near:
+        near = ["from servers.%s import %s" % (s, t + name[len(base):])
+                for s in tools if s != server for t in tools[s] if t == base]
+    if not near:
+        for s in tools:
+            if s != server:
+                near += ["servers.%s.%s" % (s, t) for t in difflib.get_close_matches(base, tools[s], 1, 0.8)]
+    return "did you mean %s?" % " or ".join(near[:3]) if near else ""
 
 
 # What the loader and the C library say when the address space is full: an
@@ -616,6 +690,7 @@ def execute(chan, req, outfds=None, glb=None, pipes=None):
     sys.argv = [filename] + list(req.get("args") or [])
 
     _rpc._chan = chan  # tool calls and search_tools go over the channel
+    sys.modules["codecell"]._only(req.get("codecell_tools"))
     if glb is None:
         glb = new_globals()
     if filename != CELL:

@@ -121,7 +121,10 @@ def sanitize_pii(text: str) -> dict:
 
 
 def restore_pii(text: str) -> dict:
-    """Replaces this namespace's tokens in text by the original values: {text}."""
+    """Replaces this namespace's tokens in text by the original values: {text}.
+
+    Only where codecell's config sets pii.allowRestore; elsewhere it raises
+    PermissionError, and help(codecell) does not list it."""
     return _call("restore_pii", dict(text=text))
 
 

@@ -3,6 +3,7 @@
 The same functions as `from codecell import ...`; see codecell._tools.
 """
 
+from codecell import _shown
 from codecell._tools import execute_analysis
 
-__all__ = ["execute_analysis"]
+__all__ = _shown(["execute_analysis"])

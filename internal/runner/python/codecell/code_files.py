@@ -3,6 +3,7 @@
 The same functions as `from codecell import ...`; see codecell._tools.
 """
 
+from codecell import _shown
 from codecell._tools import initialize_code_file, append_to_code_file, read_code_file
 
-__all__ = ["initialize_code_file", "append_to_code_file", "read_code_file"]
+__all__ = _shown(["initialize_code_file", "append_to_code_file", "read_code_file"])

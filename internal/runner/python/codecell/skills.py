@@ -3,6 +3,7 @@
 The same functions as `from codecell import ...`; see codecell._tools.
 """
 
+from codecell import _shown
 from codecell._tools import save_skill, load_skill, list_skills, delete_skill
 
-__all__ = ["save_skill", "load_skill", "list_skills", "delete_skill"]
+__all__ = _shown(["save_skill", "load_skill", "list_skills", "delete_skill"])

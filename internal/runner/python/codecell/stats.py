@@ -3,6 +3,7 @@
 The same functions as `from codecell import ...`; see codecell._tools.
 """
 
+from codecell import _shown
 from codecell._tools import get_execution_stats
 
-__all__ = ["get_execution_stats"]
+__all__ = _shown(["get_execution_stats"])

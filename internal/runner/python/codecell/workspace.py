@@ -3,6 +3,7 @@
 The same functions as `from codecell import ...`; see codecell._tools.
 """
 
+from codecell import _shown
 from codecell._tools import write_workspace_file, read_workspace_file, list_workspace_files, delete_workspace_file
 
-__all__ = ["write_workspace_file", "read_workspace_file", "list_workspace_files", "delete_workspace_file"]
+__all__ = _shown(["write_workspace_file", "read_workspace_file", "list_workspace_files", "delete_workspace_file"])

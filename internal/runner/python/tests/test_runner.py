@@ -83,6 +83,17 @@ class RunCellTest(unittest.TestCase):
         self.assertEqual(linecache.getline("<cell>", 2), "b = 2")
 
 
+    def test_a_script_names_its_file_in_tracebacks(self):
+        # What execute does with an exec frame's filename (execute_code_file,
+        # codecell exec FILE): the traceback names the file and shows its line.
+        try:
+            r.run_cell("x = 1\nraise ValueError(x)", {}, "tools/job.py")
+        except ValueError as e:
+            tb = r.user_traceback(e)
+        self.assertIn('File "tools/job.py", line 2, in <module>\n    raise ValueError(x)\n', tb)
+        self.assertNotIn("<cell>", tb)
+
+
 class AssignsResultTest(unittest.TestCase):
     def test_cases(self):
         cases = [
@@ -229,6 +240,32 @@ class ErrorOfTest(unittest.TestCase):
                 self.assertIn("sandbox.memory = 512 MiB", e["message"])
         self.assertNotIn("sandbox.memory", r.error_of(ImportError("cannot import name x"), {"memory": 1 << 29})["message"])
 
+    def test_shell_command_hints(self):
+        # A new user's first cell is often a shell or notebook line.
+        cases = [
+            ("pip install pandas numpy\n", "call install_dependencies with packages=['pandas', 'numpy']"),
+            ("!pip install -q requests", "call install_dependencies with packages=['requests']"),
+            ("%pip install polars", "call install_dependencies with packages=['polars']"),
+            ("uv pip install httpx", "call install_dependencies with packages=['httpx']"),
+            ("pip install", "call install_dependencies (after"),
+            ("!ls -la", "subprocess.run(['ls', ...])"),
+        ]
+        for line, hint in cases:
+            with self.subTest(line=line):
+                try:
+                    compile(line, "<cell>", "exec")
+                except SyntaxError as exc:
+                    e = r.error_of(exc)
+                self.assertTrue(e["message"].startswith("invalid syntax (<cell>, line 1); "), e["message"])
+                self.assertIn(hint, e["message"])
+        for line in ("def f(:", "pip = 1 +", "x = (\n)\n)"):
+            with self.subTest(line=line):
+                try:
+                    compile(line, "<cell>", "exec")
+                except SyntaxError as exc:
+                    e = r.error_of(exc)
+                self.assertNotIn("; ", e["message"])
+
     def test_import_error_without_a_name_has_no_hint(self):
         self.assertEqual(r.error_of(ImportError("cannot import name x"))["message"], "cannot import name x")
 
@@ -362,3 +399,33 @@ class ApplyLimitsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CodecellSurfaceTest(unittest.TestCase):
+    """The codecell package shows, in help and __all__, only the tools the
+    host says code can call in this execution."""
+
+    def tearDown(self):
+        import codecell
+        codecell._only(None)
+
+    def test_only_what_can_be_called(self):
+        import pydoc
+        import codecell
+        import codecell.privacy
+        codecell._only(["sanitize_pii", "write_workspace_file"])
+        self.assertNotIn("restore_pii", codecell.__all__)
+        self.assertIn("sanitize_pii", codecell.__all__)
+        self.assertIn("search_tools", codecell.__all__, "search_tools is always there")
+        self.assertEqual(codecell.privacy.__all__, ["sanitize_pii"])
+        text = pydoc.render_doc(codecell, renderer=pydoc.plaintext)
+        self.assertNotIn("restore_pii", text)
+        self.assertNotIn("install_dependencies", text)
+        self.assertIn("privacy     sanitize_pii\n", text)
+        self.assertIn("sanitize_pii(text: str)", text)
+        self.assertNotIn("restore_pii", pydoc.render_doc(codecell.privacy, renderer=pydoc.plaintext))
+        # Still importable: its call says why it fails.
+        from codecell import restore_pii  # noqa: F401
+        codecell._only(None)
+        self.assertIn("restore_pii", codecell.__all__)
+        self.assertIn("privacy     sanitize_pii restore_pii\n", codecell.__doc__)
