@@ -64,6 +64,9 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 	fmt.Fprintf(w, "seccomp\t%s\n", seccompSummary(seccomp.Rules()))
 	fmt.Fprintf(w, "cgroups\t%s\n", cgroupState(configured, cfg.Sandbox.Memory))
 	fmt.Fprintf(w, "environments\t%s\n", environmentTools(ctx, cfg.Sandbox.Python))
+	stack, preload := dataStack(ctx, cfg.Sandbox.Python, cfg.Sandbox.Preload)
+	fmt.Fprintf(w, "data stack\t%s\n", stack)
+	fmt.Fprintf(w, "preload\t%s\n", preload)
 	if os.Geteuid() == 0 {
 		fmt.Fprintf(w, "sandbox user on host\tnobody (uid 65534)\n")
 		if ws := server.WorkspaceDir(dataDir, server.DefaultNamespace); configured == sandbox.Production && !sandbox.Reachable(ws) {
@@ -76,8 +79,8 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 	wsState, wsErr := workspaceState(cfg, dataDir)
 	fmt.Fprintf(w, "workspaces\t%s\n", wsState)
 	sb := cfg.Sandbox
-	fmt.Fprintf(w, "limits\tmemory %d MiB, pids %d, cpu %s, timeout %s (max %s), output %d KiB, /tmp %d MiB, file %d MiB, open files %d, pool %d\n",
-		sb.Memory>>20, sb.Pids, sb.CPUTime, sb.Timeout, sb.MaxTimeout, sb.Output>>10, sb.TmpSize>>20, sb.FileSize>>20, sb.OpenFiles, sb.Pool)
+	fmt.Fprintf(w, "limits\tmemory %d MiB, pids %d, cpu %s, timeout %s (max %s), output %d KiB, /tmp %d MiB, file %d MiB, open files %d, pool %d (%d when idle)\n",
+		sb.Memory>>20, sb.Pids, sb.CPUTime, sb.Timeout, sb.MaxTimeout, sb.Output>>10, sb.TmpSize>>20, sb.FileSize>>20, sb.OpenFiles, sb.Pool, min(sb.IdlePool, sb.Pool))
 
 	if len(cfg.MCPServers) > 0 {
 		// Connect for real, as serve would, with the same startupTimeout
