@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +12,9 @@ import (
 
 	"github.com/codecell/codecell/internal/catalog"
 	"github.com/codecell/codecell/internal/config"
+	"github.com/codecell/codecell/internal/envs"
+	"github.com/codecell/codecell/internal/sandbox"
+	"github.com/codecell/codecell/internal/store"
 )
 
 // TestToolsAnswerWithinBudget: tools other than execute_code, called with
@@ -232,5 +236,77 @@ func TestUnlistedToolSaysWhatToDo(t *testing.T) {
 	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_workspace_files", Arguments: map[string]any{}})
 	if err == nil || !strings.Contains(err.Error(), "from codecell import list_workspace_files") {
 		t.Errorf("list_workspace_files: %v", err)
+	}
+}
+
+// TestListsWithinBudget: check_installed_packages with 200 names of 200
+// characters, install_dependencies' failures with pages of installer
+// output, and get_execution_stats after executions that failed with 300
+// error classes of their own naming, each answer within the budget.
+func TestListsWithinBudget(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "codecell.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var names []string
+	for i := range 200 {
+		names = append(names, fmt.Sprintf("pkg%03d-%s", i, strings.Repeat("x", 190)))
+	}
+	exec := execFunc(func(_ context.Context, req sandbox.Request) *sandbox.Result {
+		if req.Code == checkPackageCode {
+			found := map[string]any{}
+			for _, n := range names {
+				found[n] = "1.0." + strings.Repeat("9", 30)
+			}
+			return &sandbox.Result{OK: true, Result: found, Isolation: sandbox.Production}
+		}
+		// Each execution fails with an exception class of the code's own.
+		cls := fmt.Sprintf("Err%s%s", req.Code, strings.Repeat("Q", 100))
+		return &sandbox.Result{Error: &sandbox.ExecError{Type: cls, Message: "x"}, Isolation: sandbox.Production}
+	})
+	s, cs := newTestServer(t, func(o *Options) {
+		o.Executor, o.Store = exec, st
+		o.Envs = envs.New(envs.Options{DataDir: t.TempDir(), SystemPython: "/usr/bin/python3"})
+	})
+	budget := s.cfg.Sandbox.AnswerBudget
+	size := func(v any) int { b, _ := json.Marshal(v); return len(b) }
+
+	res, _ := callTool(t, cs, "check_installed_packages", map[string]any{"packages": names})
+	var pk CheckPackagesOutput
+	structured(t, res, &pk)
+	if n := size(res); n > budget || pk.Omitted == 0 || len(pk.Packages)+pk.Omitted != 200 || !strings.Contains(textOf(res), "past the answer budget") {
+		t.Errorf("check_installed_packages: %d bytes (budget %d), %d listed, %d omitted", n, budget, len(pk.Packages), pk.Omitted)
+	}
+
+	for i := range 300 {
+		callTool(t, cs, "execute_code", map[string]any{"code": fmt.Sprint(i)})
+	}
+	res, _ = callTool(t, cs, "get_execution_stats", nil)
+	var stats ExecutionStatsOutput
+	structured(t, res, &stats)
+	others := 0
+	for k, v := range stats.ErrorsByType {
+		if strings.HasSuffix(k, " others)") {
+			others = v
+		}
+	}
+	if n := size(res); n > budget || stats.Failed != 300 || others == 0 {
+		t.Errorf("get_execution_stats: %d bytes (budget %d), %d failed, %d in others", n, budget, stats.Failed, others)
+	}
+
+	// install_dependencies' failures, each with a page of installer output.
+	var results []envs.Outcome
+	for i := range 50 {
+		results = append(results, envs.Outcome{Package: fmt.Sprintf("pkg%d", i), Error: strings.Repeat("e", 3000), Output: strings.Repeat("installer line\n", 2000)})
+	}
+	room := budget - 1024
+	s.fitOutcomes(results, room)
+	out := InstallDependenciesOutput{Results: results}
+	if n := 2 * size(out); n > budget+50*512 {
+		t.Errorf("install_dependencies: the failures cost %d bytes of answer (budget %d)", n, budget)
+	}
+	if !strings.Contains(results[0].Output, "install fewer packages") {
+		t.Errorf("the cut does not say what to do: %.300q", results[0].Output)
 	}
 }

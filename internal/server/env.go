@@ -48,6 +48,7 @@ type PackageState struct {
 // CheckPackagesOutput is the result of check_installed_packages.
 type CheckPackagesOutput struct {
 	Packages []PackageState `json:"packages"`
+	Omitted  int            `json:"omitted,omitempty" jsonschema:"Packages past the answer budget, left out of packages: ask for them in a call of their own."`
 }
 
 func (s *Server) addEnvTools() {
@@ -90,6 +91,9 @@ func (s *Server) addEnvTools() {
 		}
 		s.environmentChanged(ns)
 		c, _ := s.envs.Get(ns)
+		if room := s.textRoom(req); room > 0 {
+			s.fitOutcomes(results, room)
+		}
 		out := InstallDependenciesOutput{Environment: c, Results: results, Installed: []PackageState{}}
 		var names []string
 		for _, r := range results {
@@ -137,15 +141,22 @@ func (s *Server) addEnvTools() {
 		if err != nil {
 			return nil, CheckPackagesOutput{}, err
 		}
+		out := CheckPackagesOutput{Packages: states}
+		if room := s.textRoom(req); room > 0 {
+			fitPackages(&out, room)
+		}
 		var b strings.Builder
-		for _, p := range states {
+		for _, p := range out.Packages {
 			if p.Installed {
 				fmt.Fprintf(&b, "%s %s\n", p.Name, p.Version)
 			} else {
 				fmt.Fprintf(&b, "%s not installed\n", p.Name)
 			}
 		}
-		return textResult(b.String()), CheckPackagesOutput{Packages: states}, nil
+		if out.Omitted > 0 {
+			fmt.Fprintf(&b, "... %d more past the answer budget: ask for them in a call of their own\n", out.Omitted)
+		}
+		return textResult(b.String()), out, nil
 	})
 }
 

@@ -120,6 +120,9 @@ func (s *Server) executionStats(ctx context.Context, req *mcp.CallToolRequest, i
 	if err != nil {
 		return nil, ExecutionStatsOutput{}, err
 	}
+	if room := s.textRoom(req); room > 0 {
+		fitStats(&out, room)
+	}
 	return textResult(renderStats(out)), out, nil
 }
 
