@@ -126,7 +126,7 @@ func (k *jupyterKernel) close() {
 // what it printed.
 func spawnCell(python, code, want string) (time.Duration, error) {
 	start := time.Now()
-	cmd := exec.Command(python, "-I", "-c", code)
+	cmd := proc.Command(context.Background(), python, "-I", "-c", code)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "MPLBACKEND=Agg", "HOME=" + os.Getenv("HOME")}
 	out, err := cmd.CombinedOutput()
 	took := time.Since(start)

@@ -187,9 +187,18 @@ func (f *function) paramList() []string {
 	return out
 }
 
-// signature returns the function's signature on one line, without "def".
+// signature returns the function's signature on one line, without "def",
+// as a model reads it (search_tools, get_tool_definition, the dashboard):
+// an optional argument, which is not sent when left out, shows its default
+// as a stub does, "= ...", not as the module's sentinel.
 func (f *function) signature() string {
-	return f.ident + "(" + strings.Join(f.paramList(), ", ") + ") -> Any"
+	list := f.paramList()
+	for i, p := range list {
+		if rest, ok := strings.CutSuffix(p, " = "+f.omit); ok {
+			list[i] = rest + " = ..."
+		}
+	}
+	return f.ident + "(" + strings.Join(list, ", ") + ") -> Any"
 }
 
 // maxLine is the width past which the generated code breaks a line.

@@ -55,7 +55,8 @@ type ExecuteCodeOutput struct {
 	ContextSavings   *ContextSavings `json:"context_savings,omitempty" jsonschema:"When tools were called: bytes of tool results that stayed in the sandbox against bytes returned."`
 	Isolation        string          `json:"isolation" jsonschema:"The isolation level the code ran under."`
 	Images           []ImageInfo     `json:"images,omitempty" jsonschema:"Images the code showed (display_image, matplotlib figures left open, an Image result), sent as image content."`
-	Table            any             `json:"table,omitempty" jsonschema:"When the result is a small pandas DataFrame or Series: the whole of it as {columns, index, data}, beside the table's text in result."`
+	// Table is a *FrameTable; any keeps its schema as short as result's.
+	Table any `json:"table,omitempty" jsonschema:"When the result is a small pandas DataFrame or Series: the whole of it as {columns, index, data}, beside its text in result."`
 
 	// calls is every upstream call, for the execution log and the metrics;
 	// the answer lists only the failed ones.
@@ -385,7 +386,7 @@ func outputOf(res *sandbox.Result) ExecuteCodeOutput {
 		Stdout:     res.Stdout,
 		Stderr:     res.Stderr,
 		Result:     res.Result,
-		Table:      res.Table,
+		Table:      frameTable(res.Table),
 		Error:      res.Error,
 		DurationMS: float64(res.Duration.Microseconds()) / 1000,
 		Isolation:  string(res.Isolation),
@@ -523,4 +524,29 @@ func renderError(b *strings.Builder, e *sandbox.ExecError) {
 	default:
 		fmt.Fprintf(b, "%s: %s\n", e.Type, e.Message)
 	}
+}
+
+// FrameTable is a small DataFrame or Series result as data, in pandas'
+// "split" orientation (a Series as one column).
+type FrameTable struct {
+	Columns []any   `json:"columns"`
+	Index   []any   `json:"index"`
+	Data    [][]any `json:"data"`
+}
+
+// frameTable is the runner's table as a *FrameTable, or nil when there is
+// none or it is not one (the runner is the sandbox's).
+func frameTable(t any) any {
+	if t == nil {
+		return nil
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil
+	}
+	var ft FrameTable
+	if json.Unmarshal(b, &ft) != nil || ft.Data == nil {
+		return nil
+	}
+	return &ft
 }
