@@ -158,30 +158,45 @@ func dataBench(ctx context.Context, g *globals, execIn func(session, code string
 	if out, err := execIn("data", dataImports); err != nil || out == nil {
 		return nil, fmt.Errorf("data session: %v", err)
 	}
+	// As for the trivial figures: warm-up calls, then time for the pool of
+	// preloaded sandboxes, which grows as the calls follow each other, to
+	// settle (each start imports the preload, half a second of CPU).
+	for range 10 {
+		if _, err := execIn("", dataCell); err != nil {
+			return nil, fmt.Errorf("data warm-up: %w", err)
+		}
+	}
+	time.Sleep(3 * time.Second)
 	var fresh, session, spawn, inKernel, figFresh, figSpawn []time.Duration
 	const block = 10
+	// timed runs code once in session ("" for a fresh execution) and
+	// checks what it printed and, for a figure, that an image came back.
+	timed := func(session, code, want string, image bool) (time.Duration, error) {
+		start := time.Now()
+		out, err := execIn(session, code)
+		took := time.Since(start)
+		if err == nil {
+			err = check(out, want)
+		}
+		if err == nil && image && out["images"] == nil {
+			err = errors.New("no image came back")
+		}
+		return took, err
+	}
 	for len(fresh) < n {
 		for range block {
-			start := time.Now()
-			out, err := execIn("", dataCell)
-			if err == nil {
-				err = check(out, dataWant)
-			}
+			d, err := timed("", dataCell, dataWant, false)
 			if err != nil {
 				return nil, fmt.Errorf("data cell: %w", err)
 			}
-			fresh = append(fresh, time.Since(start))
+			fresh = append(fresh, d)
 		}
 		for range block {
-			start := time.Now()
-			out, err := execIn("data", dataCell)
-			if err == nil {
-				err = check(out, dataWant)
-			}
+			d, err := timed("data", dataCell, dataWant, false)
 			if err != nil {
 				return nil, fmt.Errorf("data cell in a session: %w", err)
 			}
-			session = append(session, time.Since(start))
+			session = append(session, d)
 		}
 		if kernel != nil {
 			d, err := kernel.run(block)
@@ -191,18 +206,11 @@ func dataBench(ctx context.Context, g *globals, execIn func(session, code string
 			inKernel = append(inKernel, d...)
 		}
 		for range block {
-			start := time.Now()
-			out, err := execIn("", figureCell)
-			if err == nil {
-				err = check(out, "1")
-			}
-			if err == nil && out["images"] == nil {
-				err = errors.New("no image came back")
-			}
+			d, err := timed("", figureCell, "1", true)
 			if err != nil {
 				return nil, fmt.Errorf("figure cell: %w", err)
 			}
-			figFresh = append(figFresh, time.Since(start))
+			figFresh = append(figFresh, d)
 		}
 		// A bare spawn takes most of a second: two of each per block.
 		for range 2 {

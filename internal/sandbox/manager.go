@@ -312,6 +312,7 @@ func (m *Manager) get(ctx context.Context, workspace target) (sandbox, error) {
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
+	waited := false // found none idle: the pool was short
 	for {
 		m.mu.Lock()
 		if m.closed {
@@ -325,7 +326,7 @@ func (m *Manager) get(ctx context.Context, workspace target) (sandbox, error) {
 			m.idle[workspace] = list[1:]
 			if sb.alive() {
 				m.busy[workspace]++
-				m.noteDemand(workspace)
+				m.noteDemand(workspace, waited)
 				m.mu.Unlock()
 				return sb, nil
 			}
@@ -341,6 +342,7 @@ func (m *Manager) get(ctx context.Context, workspace target) (sandbox, error) {
 		if !waiting {
 			return m.startBusy(ctx, workspace)
 		}
+		waited = true
 		select {
 		case <-returned:
 		case <-deadline.C:
@@ -355,7 +357,7 @@ func (m *Manager) get(ctx context.Context, workspace target) (sandbox, error) {
 func (m *Manager) startBusy(ctx context.Context, workspace target) (sandbox, error) {
 	m.mu.Lock()
 	m.busy[workspace]++
-	m.noteDemand(workspace)
+	m.noteDemand(workspace, true)
 	m.mu.Unlock()
 	// A new target for a workspace supersedes its others: the namespace's
 	// environment or skills directory changed, so their warm sandboxes

@@ -146,8 +146,9 @@ func TestPreloadSkipsEnvironmentPackages(t *testing.T) {
 }
 
 // TestElasticPool: an idle workspace keeps IdlePoolSize warm sandboxes of
-// each kind, overlapping executions grow it towards PoolSize, and after
-// IdleAfter without an execution it gives the rest back.
+// each kind, executions one at a time keep it there, overlapping ones grow
+// it towards PoolSize, and after IdleAfter without an execution it gives
+// the rest back.
 func TestElasticPool(t *testing.T) {
 	m, ws := newPreloadManager(t, nil, Limits{}, func(o *Options) {
 		o.PoolSize, o.IdlePoolSize, o.IdleAfter = 4, 1, 2*time.Second
@@ -167,6 +168,16 @@ func TestElasticPool(t *testing.T) {
 	}
 	m.WarmFor(Request{Workspace: ws})
 	waitFor("one warm sandbox", func() bool { st := m.PoolStats(); return warm() == 1 && st.Starting == 0 })
+	// One at a time, each after the sandbox came back: nothing to grow for.
+	for range 3 {
+		if res := exec1(t, m, ws, "1", slack); !res.OK {
+			t.Fatalf("%+v", res.Error)
+		}
+		waitFor("the sandbox back", func() bool { st := m.PoolStats(); return warm() == 1 && st.Busy == 0 })
+		if st := m.PoolStats(); st.Starting != 0 {
+			t.Fatalf("sequential executions started another sandbox: %+v", st)
+		}
+	}
 	// Three at once: the pool grows to hold one more than ran at once.
 	done := make(chan *Result, 3)
 	for range 3 {
