@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -243,5 +244,33 @@ func TestNilGroupCountsNoKills(t *testing.T) {
 	var g *Group
 	if n := g.OOMKills(); n != 0 {
 		t.Errorf("nil group: %d kills", n)
+	}
+}
+
+// TestSetLimitsRaises: a group's limits rise after its first process
+// started (a fork server's preload), on v1 too, where memory+swap must
+// never be below memory, and fall back again.
+func TestSetLimitsRaises(t *testing.T) {
+	h := hostOrSkip(t)
+	g, err := h.New(Limits{Memory: 64 << 20, Pids: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	for _, mem := range []int64{256 << 20, 512 << 20, 128 << 20} {
+		if err := g.SetLimits(Limits{Memory: mem, Pids: 32}); err != nil {
+			t.Fatalf("to %d MiB: %v", mem>>20, err)
+		}
+		file := filepath.Join(g.dirs[""], "memory.max")
+		if !h.v2 {
+			file = filepath.Join(g.dirs["memory"], "memory.limit_in_bytes")
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(string(b)); got != strconv.FormatInt(mem, 10) {
+			t.Errorf("%s is %s, want %d", file, got, mem)
+		}
 	}
 }

@@ -27,6 +27,9 @@ type Group struct {
 	name string
 	dirs map[string]string // controller ("" for v2) -> this group's directory
 	fd   int               // v2: the group's directory, for CLONE_INTO_CGROUP; -1 otherwise
+	// memory is the memory limit set last (0: none yet); SetLimits only
+	// raises it.
+	memory int64
 
 	// events is the file that counts OOM kills (memory.events, or v1's
 	// memory.oom_control), kept open: a sandbox reads it twice per
@@ -101,30 +104,30 @@ func (g *Group) limit(l Limits) error {
 		}
 	} else {
 		if l.Memory > 0 {
-			set = append(set, setting{"memory", "memory.limit_in_bytes", mem})
+			ram := setting{"memory", "memory.limit_in_bytes", mem}
+			set = append(set, ram)
 			if g.h.swap {
 				// RAM and swap together: the same limit means no swap.
-				set = append(set, setting{"memory", "memory.memsw.limit_in_bytes", mem})
+				// The kernel keeps memsw at least the RAM limit, so a
+				// limit that rises (SetLimits) raises memsw first.
+				both := setting{"memory", "memory.memsw.limit_in_bytes", mem}
+				if g.memory > 0 && l.Memory > g.memory {
+					set = []setting{both, ram}
+				} else {
+					set = append(set, both)
+				}
 			}
 		}
 		if g.h.pids {
 			set = append(set, setting{"pids", "pids.max", pids})
 		}
 	}
-	for i, s := range set {
-		err := os.WriteFile(filepath.Join(g.dirs[s.ctl], s.file), []byte(s.value), 0)
-		if errors.Is(err, syscall.EINVAL) && s.file == "memory.limit_in_bytes" && i+1 < len(set) && set[i+1].file == "memory.memsw.limit_in_bytes" {
-			// cgroup v1 keeps memory+swap at least memory: a limit that
-			// rises (SetLimits) raises memsw first.
-			set[i], set[i+1] = set[i+1], set[i]
-			if err = os.WriteFile(filepath.Join(g.dirs[s.ctl], set[i].file), []byte(set[i].value), 0); err == nil {
-				err = os.WriteFile(filepath.Join(g.dirs[s.ctl], s.file), []byte(s.value), 0)
-			}
-		}
-		if err != nil {
+	for _, s := range set {
+		if err := os.WriteFile(filepath.Join(g.dirs[s.ctl], s.file), []byte(s.value), 0); err != nil {
 			return fmt.Errorf("set cgroup %s: %w", s.file, err)
 		}
 	}
+	g.memory = l.Memory
 	return nil
 }
 

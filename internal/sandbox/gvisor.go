@@ -464,14 +464,8 @@ func (g *gvisor) readReady(fr *channel.Reader) error {
 		return errors.New("ready frame without its tokens")
 	}
 	g.sync, g.key = r.Sync, r.Key
-	if r.Preload != nil {
-		g.m.notePreload(g.python, r.Preload)
-		if g.cg != nil && (r.Preload.RSS > 0 || r.Preload.Threads > 0) {
-			// As at production (startZygote): the preload is not the code's.
-			return g.cg.SetLimits(cgroup.Limits{Memory: g.m.limits.Memory + GVisorMemory + r.Preload.RSS})
-		}
-	}
-	return nil
+	// Under gVisor the cgroup bounds memory only (see startGVisor).
+	return g.m.preloaded(g.python, r.Preload, g.cg, cgroup.Limits{Memory: GVisorMemory})
 }
 
 // verify checks an "exited" frame against the current child's key.

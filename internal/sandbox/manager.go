@@ -73,9 +73,12 @@ type Manager struct {
 	busy     map[target]int
 	returned chan struct{} // closed and replaced whenever one comes back
 	demand   map[target]*demand
-	closed   bool
-	stop     chan struct{}  // closed by Close: ends the trimmer
-	wg       sync.WaitGroup // refill goroutines, kills of dead idle sandboxes and hardened teardowns (goTracked in gvisor.go)
+	// epochs count each workspace's Refreshes: a sandbox started before
+	// the last one is of a target with an older epoch, never pooled again.
+	epochs map[string]uint64
+	closed bool
+	stop   chan struct{}  // closed by Close: ends the trimmer
+	wg     sync.WaitGroup // refill goroutines, kills of dead idle sandboxes and hardened teardowns (goTracked in gvisor.go)
 
 	errMu   sync.Mutex
 	errTail bytes.Buffer // the last sandbox stderr, for start errors
@@ -140,6 +143,7 @@ func New(opts Options) (*Manager, error) {
 		busy:         map[target]int{},
 		returned:     make(chan struct{}),
 		demand:       map[target]*demand{},
+		epochs:       map[string]uint64{},
 		stop:         make(chan struct{}),
 	}
 	if m.opts.IdleAfter <= 0 {
@@ -255,9 +259,10 @@ func (m *Manager) WarmFor(req Request) {
 	}
 	// Both kinds: code of either may come first.
 	tg := m.targetOf(&req)
+	tg.preload = false
 	m.refill(tg)
 	if len(m.opts.Preload) > 0 {
-		tg.preload = !tg.preload
+		tg.preload = true
 		m.refill(tg)
 	}
 }
@@ -386,7 +391,7 @@ func (m *Manager) put(workspace target, sb sandbox) {
 	stale := dirID(workspace.workspace) != workspace.dir ||
 		(workspace.skills != "" && dirID(workspace.skills) != workspace.skillsDir)
 	m.mu.Lock()
-	if stale || m.closed || len(m.idle[workspace]) >= max(m.opts.PoolSize, 1) {
+	if stale || m.closed || workspace.epoch != m.epochs[workspace.workspace] || len(m.idle[workspace]) >= max(m.opts.PoolSize, 1) {
 		m.mu.Unlock()
 		sb.kill()
 		return
@@ -401,8 +406,8 @@ func (m *Manager) put(workspace target, sb sandbox) {
 func (m *Manager) refill(workspace target) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
-		return
+	if m.closed || workspace.epoch != m.epochs[workspace.workspace] {
+		return // a Refresh since: the next execution's target is the one to fill
 	}
 	// Busy sandboxes count: they come back after their execution.
 	need := m.want(workspace) - len(m.idle[workspace]) - m.starting[workspace] - m.busy[workspace]
@@ -452,6 +457,7 @@ type target struct {
 	// preload says the sandbox's fork server imports Options.Preload (see
 	// importsBeyondStdlib): a workspace has a pool of each kind.
 	preload bool
+	epoch   uint64 // the workspace's epoch (Refresh) when the target was made
 }
 
 // sameBut says whether tg and other differ in their kind of fork server
@@ -490,6 +496,9 @@ func (m *Manager) targetOf(req *Request) target {
 		tg.skills, tg.skillsDir = req.Skills, dirID(req.Skills)
 	}
 	tg.preload = len(m.opts.Preload) > 0 && importsBeyondStdlib(req.Code)
+	m.mu.Lock()
+	tg.epoch = m.epochs[tg.workspace]
+	m.mu.Unlock()
 	return tg
 }
 
@@ -544,11 +553,16 @@ func (m *Manager) dropIdle(workspace string, keep target) {
 	}
 }
 
-// Refresh drops the warm sandboxes of workspace, of every kind and
+// Refresh retires the sandboxes of workspace, of every kind and
 // interpreter: what they loaded at start may no longer be what a new one
-// would (an environment changed under them). Busy ones finish their
-// execution; the pool starts new ones as executions come.
+// would (an environment changed under them). Idle ones are killed now;
+// busy ones, and ones starting, finish what they do and are killed rather
+// than pooled (their target's epoch is past); the pool starts new ones as
+// executions come.
 func (m *Manager) Refresh(workspace string) {
+	m.mu.Lock()
+	m.epochs[workspace]++
+	m.mu.Unlock()
 	m.dropIdle(workspace, target{})
 }
 

@@ -1,9 +1,10 @@
 package sandbox
 
 import (
-	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/codecell/codecell/internal/cgroup"
 )
 
 // Two kinds of sandbox serve a workspace where sandbox.preload is set:
@@ -18,18 +19,14 @@ import (
 
 // importsBeyondStdlib says whether code imports, at any line, a module
 // other than the standard library's and codecell's own (the servers and
-// skills packages among them).
+// skills packages among them): "import a, b.c as d" or "from a.b import
+// c", at a line's start, indented or after a semicolon. It is on every
+// execution's path: a scan of the lines that stops at the first such
+// import, no regular expression (which took 2.4 ms for 100 KB of code).
 func importsBeyondStdlib(code string) bool {
-	for _, m := range importLine.FindAllStringSubmatch(code, -1) {
-		names := m[1]
-		if m[2] != "" {
-			names = m[2]
-		}
-		for _, n := range strings.Split(names, ",") {
-			n = strings.TrimSpace(n)
-			top, _, _ := strings.Cut(n, ".")
-			top, _, _ = strings.Cut(top, " ")
-			if top != "" && !stdlibModules[top] {
+	for line := range strings.Lines(code) {
+		for stmt := range strings.SplitSeq(line, ";") {
+			if importsOther(strings.TrimLeft(stmt, " \t")) {
 				return true
 			}
 		}
@@ -37,9 +34,27 @@ func importsBeyondStdlib(code string) bool {
 	return false
 }
 
-// importLine matches "import a, b.c as d" (group 1) and "from a.b import c"
-// (group 2) at a line's start, indented or after a semicolon.
-var importLine = regexp.MustCompile(`(?m)(?:^|;)[ \t]*(?:import[ \t]+([\w., \t]+)|from[ \t]+([\w.]+)[ \t]+import)`)
+// importsOther says whether one statement imports a module beyond the
+// standard library's.
+func importsOther(stmt string) bool {
+	var names string
+	if rest, ok := strings.CutPrefix(stmt, "import"); ok && rest != "" && (rest[0] == ' ' || rest[0] == '\t') {
+		names = rest
+	} else if rest, ok := strings.CutPrefix(stmt, "from"); ok && rest != "" && (rest[0] == ' ' || rest[0] == '\t') {
+		if f := strings.Fields(rest); len(f) >= 2 && f[1] == "import" {
+			names = f[0]
+		}
+	}
+	for n := range strings.SplitSeq(names, ",") {
+		// "b.c as d": the first word, up to its first dot.
+		if f := strings.Fields(n); len(f) > 0 {
+			if top, _, _ := strings.Cut(f[0], "."); top != "" && !stdlibModules[top] {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // PreloadReport is what a fork server says it preloaded.
 type PreloadReport struct {
@@ -67,6 +82,25 @@ type preloads struct {
 	mu     sync.Mutex
 	last   map[string]*PreloadReport
 	logged map[string]bool
+}
+
+// preloaded takes a starting sandbox's preload report r (nil from a lean
+// fork server): it is recorded, and the sandbox's cgroup cg (nil for none)
+// allows what the preload holds on top of the code's limits and the fork
+// server's own overhead, since it is not the code's.
+func (m *Manager) preloaded(python string, r *PreloadReport, cg *cgroup.Group, overhead cgroup.Limits) error {
+	if r == nil {
+		return nil
+	}
+	m.notePreload(python, r)
+	if cg == nil || (r.RSS == 0 && r.Threads == 0) {
+		return nil
+	}
+	l := cgroup.Limits{Memory: m.limits.Memory + overhead.Memory + r.RSS}
+	if overhead.Pids > 0 {
+		l.Pids = m.limits.Pids + overhead.Pids + r.Threads
+	}
+	return cg.SetLimits(l)
 }
 
 // notePreload records r, from a fork server of python, and logs what

@@ -204,9 +204,71 @@ func TestImportsBeyondStdlib(t *testing.T) {
 		"from matplotlib import pyplot":                   true,
 		"import os, numpy.linalg as la":                   true,
 		"# import pandas\nprint('import numpy')":          false,
+		"from . import sibling":                           false,
+		"import os,numpy":                                 true,
+		"\timport\tscipy.stats":                           true,
+		"import\tos\tas\to":                               false,
+		"importlib = 1\nfromage = 2":                      false,
+		"from pandas import DataFrame":                    true,
 	} {
 		if got := importsBeyondStdlib(code); got != want {
 			t.Errorf("%q: %v, want %v", code, got, want)
 		}
+	}
+}
+
+// TestRefreshRetiresBusySandboxes: a sandbox busy when its workspace is
+// refreshed (the environment changed under it) finishes its execution and
+// is not pooled again: the next execution runs in another sandbox. Each
+// sandbox reads a boot_id of its own.
+func TestRefreshRetiresBusySandboxes(t *testing.T) {
+	m, ws := newTestManager(t, Production, Limits{}, 1)
+	const bootID = "open('/proc/sys/kernel/random/boot_id').read()"
+	first := exec1(t, m, ws, bootID, slack)
+	if !first.OK {
+		t.Fatalf("%+v", first.Error)
+	}
+	// Without a refresh the pool hands the same sandbox back.
+	if again := exec1(t, m, ws, bootID, slack); again.Result != first.Result {
+		t.Skipf("the pool did not hand the sandbox back (%v, %v): nothing to compare", first.Result, again.Result)
+	}
+	// Settled (the last execution's clean-up reported), so that Busy
+	// below is the sleeping execution's.
+	for deadline := time.Now().Add(slack); ; time.Sleep(10 * time.Millisecond) {
+		if st := m.PoolStats(); st.Busy == 0 && st.Idle == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool did not settle: %+v", m.PoolStats())
+		}
+	}
+	done := make(chan *Result)
+	go func() { done <- exec1(t, m, ws, "import time\ntime.sleep(1)\n"+bootID, slack) }()
+	for deadline := time.Now().Add(slack); m.PoolStats().Busy == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the execution never started")
+		}
+	}
+	m.Refresh(ws)
+	busy := <-done
+	if !busy.OK || busy.Result != first.Result {
+		t.Fatalf("the busy execution: %v %+v", busy.Result, busy.Error)
+	}
+	if next := exec1(t, m, ws, bootID, slack); !next.OK || next.Result == busy.Result {
+		t.Fatalf("the sandbox busy at the refresh served again (%v)", next.Result)
+	}
+}
+
+// BenchmarkImportsBeyondStdlib is what choosing the kind of sandbox adds to
+// every execution's path: a cell as agents write them, and 100 KB of code.
+func BenchmarkImportsBeyondStdlib(b *testing.B) {
+	cell := "import json, os\nfrom servers.github import list_issues\nissues = list_issues(repo='a/b')\n" +
+		"rows = [i['title'] for i in issues if 'bug' in i['labels']]\nprint(json.dumps(rows[:5]))\n"
+	for name, code := range map[string]string{"cell": cell, "100KB": strings.Repeat(cell, 100_000/len(cell))} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				importsBeyondStdlib(code)
+			}
+		})
 	}
 }

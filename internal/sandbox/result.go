@@ -112,7 +112,7 @@ type Result struct {
 	Result    any       `json:"result"`
 	// Table is a small DataFrame or Series result as data, beside its text
 	// in Result (see the runner's codecell._tables); nil otherwise.
-	Table any        `json:"table,omitempty"`
+	Table *Table     `json:"table,omitempty"`
 	Error *ExecError `json:"error"`
 	// Images are what the code showed: display_image calls, matplotlib
 	// figures left open, an Image result. ImagesDropped describes those
@@ -281,21 +281,36 @@ func (f *resultFrame) value() any {
 	return v
 }
 
+// Table is a DataFrame or Series as data, in pandas' "split" orientation
+// (a Series as one column).
+type Table struct {
+	Columns []any   `json:"columns"`
+	Index   []any   `json:"index"`
+	Data    [][]any `json:"data"`
+}
+
 // maxTable bounds a result's table: the runner sends one only up to 32 KiB
 // of JSON, but the runner is the sandbox's.
 const maxTable = 64 << 10
 
-// table decodes the result's table: an object of at most maxTable bytes,
-// else nil.
-func (f *resultFrame) table() any {
+// table decodes the result's table: a Table of at most maxTable bytes
+// nesting no deeper than a result may, else nil.
+func (f *resultFrame) table() *Table {
 	if f.Result == nil || len(f.Result.Table) == 0 || len(f.Result.Table) > maxTable {
 		return nil
 	}
-	var t map[string]any
-	if json.Unmarshal(f.Result.Table, &t) != nil || t == nil || nestsDeeper(t, maxResultDepth) {
+	var t Table
+	if json.Unmarshal(f.Result.Table, &t) != nil || t.Data == nil {
 		return nil
 	}
-	return t
+	rows := make([]any, len(t.Data))
+	for i, r := range t.Data {
+		rows[i] = r
+	}
+	if nestsDeeper([]any{t.Columns, t.Index, rows}, maxResultDepth) {
+		return nil
+	}
+	return &t
 }
 
 // resultSlack is what a result may exceed the output limit by: the

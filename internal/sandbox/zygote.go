@@ -210,18 +210,10 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 	select {
 	case msg, ok := <-z.msgs:
 		if ok && msg.Type == channel.TypeReady {
-			m.notePreload(tg.python, msg.Preload)
-			if cg != nil && msg.Preload != nil && (msg.Preload.RSS > 0 || msg.Preload.Threads > 0) {
-				// What the preload holds is the fork server's, not the
-				// code's: the cgroup allows it on top.
-				err := cg.SetLimits(cgroup.Limits{
-					Memory: m.limits.Memory + ForkServerMemory + msg.Preload.RSS,
-					Pids:   m.limits.Pids + forkServerPids + msg.Preload.Threads,
-				})
-				if err != nil {
-					z.kill()
-					return nil, fmt.Errorf("start %s sandbox: %w", m.opts.Level, err)
-				}
+			err := m.preloaded(tg.python, msg.Preload, cg, cgroup.Limits{Memory: ForkServerMemory, Pids: forkServerPids})
+			if err != nil {
+				z.kill()
+				return nil, fmt.Errorf("start %s sandbox: %w", m.opts.Level, err)
 			}
 			return z, nil
 		}

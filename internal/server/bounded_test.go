@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -300,13 +301,18 @@ func TestListsWithinBudget(t *testing.T) {
 	for i := range 50 {
 		results = append(results, envs.Outcome{Package: fmt.Sprintf("pkg%d", i), Error: strings.Repeat("e", 3000), Output: strings.Repeat("installer line\n", 2000)})
 	}
-	room := budget - 1024
-	s.fitOutcomes(results, room)
-	out := InstallDependenciesOutput{Results: results}
-	if n := 2 * size(out); n > budget+50*512 {
-		t.Errorf("install_dependencies: the failures cost %d bytes of answer (budget %d)", n, budget)
-	}
-	if !strings.Contains(results[0].Output, "install fewer packages") {
-		t.Errorf("the cut does not say what to do: %.300q", results[0].Output)
+	room := s.textRoom(&mcp.CallToolRequest{Session: &mcp.ServerSession{}})
+	for _, n := range []int{3, 50} {
+		rs := slices.Clone(results[:n])
+		s.fitOutcomes(rs, room)
+		if got := size(rs) + len(installText(rs)); got > room {
+			t.Errorf("install_dependencies, %d failures: %d bytes of answer (room %d)", n, got, room)
+		}
+		if !strings.Contains(rs[0].Output+rs[0].Error, "install fewer packages") {
+			t.Errorf("%d failures: the cut does not say what to do: %.300q", n, rs[0].Output)
+		}
+		if n == 3 && !strings.Contains(rs[2].Output, "installer line") {
+			t.Errorf("3 failures: the output is gone: %.300q", rs[2].Output)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,21 +108,8 @@ func (s *Server) addEnvTools() {
 				return nil, InstallDependenciesOutput{}, err
 			}
 		}
-		var b strings.Builder
-		failed := false
-		for _, r := range results {
-			if r.OK {
-				fmt.Fprintf(&b, "installed %s\n", r.Package)
-			} else {
-				failed = true
-				fmt.Fprintf(&b, "FAILED %s: %s\n", r.Package, r.Error)
-				if r.Output != "" {
-					fmt.Fprintf(&b, "%s\n", r.Output)
-				}
-			}
-		}
-		res := textResult(b.String())
-		res.IsError = failed
+		res := textResult(installText(results))
+		res.IsError = slices.ContainsFunc(results, func(r envs.Outcome) bool { return !r.OK })
 		return res, out, nil
 	})
 	addTool(s, "env", &mcp.Tool{
@@ -203,4 +191,21 @@ func (s *Server) environmentChanged(ns string) {
 	if r, ok := s.exec.(interface{ Refresh(workspace string) }); ok {
 		r.Refresh(s.Workspace(ns))
 	}
+}
+
+// installText is install_dependencies' text: a line per requirement, and
+// the installer's output under each that failed.
+func installText(results []envs.Outcome) string {
+	var b strings.Builder
+	for _, r := range results {
+		if r.OK {
+			fmt.Fprintf(&b, "installed %s\n", r.Package)
+			continue
+		}
+		fmt.Fprintf(&b, "FAILED %s: %s\n", r.Package, r.Error)
+		if r.Output != "" {
+			fmt.Fprintf(&b, "%s\n", r.Output)
+		}
+	}
+	return b.String()
 }

@@ -55,7 +55,7 @@ type ExecuteCodeOutput struct {
 	ContextSavings   *ContextSavings `json:"context_savings,omitempty" jsonschema:"When tools were called: bytes of tool results that stayed in the sandbox against bytes returned."`
 	Isolation        string          `json:"isolation" jsonschema:"The isolation level the code ran under."`
 	Images           []ImageInfo     `json:"images,omitempty" jsonschema:"Images the code showed (display_image, matplotlib figures left open, an Image result), sent as image content."`
-	// Table is a *FrameTable; any keeps its schema as short as result's.
+	// Table is a *sandbox.Table; any keeps its schema as short as result's.
 	Table any `json:"table,omitempty" jsonschema:"When the result is a small pandas DataFrame or Series: the whole of it as {columns, index, data}, beside its text in result."`
 
 	// calls is every upstream call, for the execution log and the metrics;
@@ -386,10 +386,12 @@ func outputOf(res *sandbox.Result) ExecuteCodeOutput {
 		Stdout:     res.Stdout,
 		Stderr:     res.Stderr,
 		Result:     res.Result,
-		Table:      frameTable(res.Table),
 		Error:      res.Error,
 		DurationMS: float64(res.Duration.Microseconds()) / 1000,
 		Isolation:  string(res.Isolation),
+	}
+	if res.Table != nil {
+		out.Table = res.Table
 	}
 	if res.Truncated.Stdout || res.Truncated.Stderr {
 		out.Truncated = &Truncated{Stdout: res.Truncated.Stdout, Stderr: res.Truncated.Stderr}
@@ -524,29 +526,4 @@ func renderError(b *strings.Builder, e *sandbox.ExecError) {
 	default:
 		fmt.Fprintf(b, "%s: %s\n", e.Type, e.Message)
 	}
-}
-
-// FrameTable is a small DataFrame or Series result as data, in pandas'
-// "split" orientation (a Series as one column).
-type FrameTable struct {
-	Columns []any   `json:"columns"`
-	Index   []any   `json:"index"`
-	Data    [][]any `json:"data"`
-}
-
-// frameTable is the runner's table as a *FrameTable, or nil when there is
-// none or it is not one (the runner is the sandbox's).
-func frameTable(t any) any {
-	if t == nil {
-		return nil
-	}
-	b, err := json.Marshal(t)
-	if err != nil {
-		return nil
-	}
-	var ft FrameTable
-	if json.Unmarshal(b, &ft) != nil || ft.Data == nil {
-		return nil
-	}
-	return &ft
 }

@@ -27,34 +27,48 @@ func fitPackages(out *CheckPackagesOutput, room int) {
 	}
 }
 
-// fitOutcomes cuts each failed install's error and installer output so
-// that all of them together fit in room (the installer's output is what
-// grows: a failed build prints pages), head and tail kept.
+// fitOutcomes cuts each failed install's error and installer output (a
+// failed build prints pages), head and tail kept, to the largest share
+// each for which the answer (the outcomes' JSON and installText) fits in
+// room; a failure whose share would not hold a cut's note says only that
+// it is past the budget.
 func (s *Server) fitOutcomes(results []envs.Outcome, room int) {
-	failed := 0
-	for _, r := range results {
-		if !r.OK {
-			failed++
-		}
+	cost := func(rs []envs.Outcome) int {
+		b, _ := json.Marshal(rs)
+		return len(b) + len(installText(rs))
 	}
-	if failed == 0 {
+	if cost(results) <= room {
 		return
 	}
-	// What each outcome costs besides its error and output.
-	fixed := 256 + 128*len(results)
-	for _, r := range results {
-		fixed += 2 * len(r.Package)
-	}
-	share := max((room-fixed)/failed, 256)
 	const where = "install fewer packages at once to see more of each failure"
-	for i := range results {
-		if results[i].OK {
-			continue
+	orig := slices.Clone(results)
+	apply := func(share int) {
+		for i, r := range orig {
+			switch {
+			case r.OK:
+			case share < minFailureShare:
+				results[i].Error, results[i].Output = "not shown: past the answer budget; "+where, ""
+			default:
+				results[i].Error = s.fitText(r.Error, share/4, where)
+				results[i].Output = s.fitText(r.Output, share-share/4, where)
+			}
 		}
-		results[i].Error = s.fitText(results[i].Error, share/4, where)
-		results[i].Output = s.fitText(results[i].Output, share-share/4, where)
 	}
+	lo, hi := 0, room // lo fits (no detail at all), hi does not
+	for hi-lo > 64 {
+		mid := (lo + hi) / 2
+		if apply(mid); cost(results) <= room {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	apply(lo)
 }
+
+// minFailureShare is the least room a failed install's error and output
+// get: below it the cut notes alone would fill it.
+const minFailureShare = 1024
 
 // upstreamErrorBytes bounds an upstream's error in the stats: the list of
 // upstreams is the config's, but an error is what the upstream said.

@@ -1004,12 +1004,12 @@ def preload(modules):
         return
     before = _status("VmSize", "VmRSS", "Threads")
     saved = list(sys.path)
-    system = [p for p in saved if p and trusted_path(p)]
-    mine = set()
-    for p in saved:
-        if p and not trusted_path(p):
+    system, mine = [], set()
+    for p in filter(None, saved):
+        if trusted_path(p):
+            system.append(p)
+        else:
             mine |= top_level_names(p)
-    mine -= {"codecell", "servers", "skills", "__pycache__", "codecell_runner"}
     had = set(sys.modules)
     sys.path[:] = system
     try:
@@ -1031,6 +1031,12 @@ def preload(modules):
     _preloaded["vm"] = max(0, after["VmSize"] - before["VmSize"])
     _preloaded["rss"] = max(0, after["VmRSS"] - before["VmRSS"])
     _preloaded["threads"] = max(0, after["Threads"] - before["Threads"])
+
+
+def preload_report():
+    """What the "ready" frame says of the preload: None where none was
+    asked for (a lean fork server)."""
+    return _preloaded if _PRELOAD or _preloaded["failed"] else None
 
 
 def restart_without_preload(why):
@@ -1259,7 +1265,7 @@ def zygote(ctl_fd, isolated, scratch):
     warm_up()
     settle()
     baseline = inherited()
-    ctl.send(_json_dumps({"type": "ready", "pid": os.getpid(), "preload": _preloaded if _PRELOAD or _preloaded["failed"] else None}).encode())
+    ctl.send(_json_dumps({"type": "ready", "pid": os.getpid(), "preload": preload_report()}).encode())
     while True:
         try:
             pid = prefork(ctl)
@@ -1382,9 +1388,8 @@ def forkserver(scratch):
             forkserver_child(sync)  # never returns
         key = os.urandom(16).hex()
         ready = {"type": "ready", "sync": sync, "key": key}
-        if first and (_PRELOAD or _preloaded["failed"]):
-            ready["preload"] = _preloaded
-        first = False
+        if first:
+            ready["preload"], first = preload_report(), False
         chan.send(ready)
         _, status = os.waitpid(pid, 0)
         clean = kill_others(True)
