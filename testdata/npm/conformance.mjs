@@ -479,6 +479,11 @@ async function executeCode() {
     const s = sc(await call("execute_code", { code: "n * 2", context: { n: 21 }, timeout_seconds: 30, language: "python" }));
     assert(s.result === 42, `result ${short(s.result)}`);
   });
+  await check("execute_code returns a DataFrame as a table, its data valid to the output schema", async () => {
+    const s = sc(await call("execute_code", { code: "import pandas as pd\npd.DataFrame({'city': ['Oslo', 'Lima'], 'pop': [0.7, 10.5]})" }));
+    assert(typeof s.result === "string" && s.result.startsWith("DataFrame: 2 rows x 2 columns\n"), `result ${short(s.result)}`);
+    assert(isDeepStrictEqual(s.table, { columns: ["city", "pop"], index: [0, 1], data: [["Oslo", 0.7], ["Lima", 10.5]] }), `table ${short(s.table)}`);
+  });
   await check("execute_code: an exception is a tool error with structured content", async () => {
     const res = await call("execute_code", { code: "1/0" }, { expectError: true });
     const s = sc(res);
