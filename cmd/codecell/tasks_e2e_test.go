@@ -40,8 +40,9 @@ import (
 // (go test ./cmd/codecell -run 'TestTasks/v2/http' -v -args -tasks-seconds 600).
 var tasksSeconds = flag.Int("tasks-seconds", 6, "TestTasks: seconds the long execution prints a line every half second")
 
-// tasksRunTimeout bounds one run of the script; its requests have their own
-// limits, this only stops a run that hangs.
+// tasksRunTimeout, with three times -tasks-seconds, bounds one run of the
+// script; its requests have their own limits, this only stops a run that
+// hangs.
 const tasksRunTimeout = 10 * time.Minute
 
 // The server's limits in the suite's config: a call may ask for up to
@@ -156,14 +157,15 @@ type taskFinding struct {
 // end, and returns the findings.
 func runTasksScript(t *testing.T, node, npmDir, scenarios string, args ...string) []taskFinding {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), tasksRunTimeout)
+	limit := tasksRunTimeout + 3*time.Duration(*tasksSeconds)*time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := nodeCommand(ctx, node, npmDir, slices.Concat([]string{filepath.Join(npmDir, "tasks.mjs"), scenarios}, args)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
 	if ctx.Err() != nil {
-		t.Errorf("tasks.mjs %s still running after %v (a hang): %v", scenarios, tasksRunTimeout, runErr)
+		t.Errorf("tasks.mjs %s still running after %v (a hang): %v", scenarios, limit, runErr)
 	}
 	var findings []taskFinding
 	for line := range strings.Lines(stdout.String()) {

@@ -714,8 +714,11 @@ async function scenarioCancel() {
       return r;
     });
     const id = started.taskId;
-    // Cancel mid-run: once the code has printed.
-    const seen = await watchProgress(tc, id, { done: false });
+    // Cancel mid-run: once the code has printed (or after 15 s of looking).
+    const stop = { done: false };
+    const timer = setTimeout(() => { stop.done = true; }, 15_000);
+    const seen = await watchProgress(tc, id, stop);
+    clearTimeout(timer);
     if (!seen.tick) emit("the task showed output before the cancel (not required)", true, `status messages: ${short(seen.messages)}`);
     // ext-tasks' cancel of the owned execution, or tasks/cancel by id.
     const ack = await check("tasks/cancel is acknowledged", async () => {
@@ -840,9 +843,21 @@ async function expectTaskError(fn) {
   try {
     r = await fn();
   } catch (err) {
-    return err.code ?? err.cause?.code;
+    return rpcCode(err);
   }
   throw new Error(`it succeeded: ${short(r)}`);
+}
+
+// rpcCode is the JSON-RPC error code an error of any of the clients carries:
+// its own code when it is one (an HTTP transport's error carries the HTTP
+// status instead), else the code in the response body it quotes.
+function rpcCode(err) {
+  for (let e = err; e; e = e.cause) {
+    if (typeof e.code === "number" && e.code < 0) return e.code;
+    const m = /"code"\s*:\s*(-\d+)/.exec(`${e.data?.text ?? ""} ${e.message ?? ""}`);
+    if (m) return Number(m[1]);
+  }
+  return `none (${describe(err)})`;
 }
 
 async function scenarioNamespaces() {
