@@ -219,6 +219,15 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	if err := db.ClearSessions(clearCtx); err != nil {
 		log.Warn("clear session records", "error", err)
 	}
+	// Nor does an execution: tasks this replica ran before are over.
+	if n, err := db.FailReplicaTasks(clearCtx, "the server restarted while the task ran", time.Now()); err != nil {
+		log.Warn("end earlier tasks", "error", err)
+	} else if n > 0 {
+		log.Info("tasks of an earlier run marked failed", "count", n)
+	}
+	if err := db.DeleteExpiredTasks(clearCtx, time.Now()); err != nil {
+		log.Warn("delete expired tasks", "error", err)
+	}
 	cancel()
 	srv, err = server.New(server.Options{Config: cfg, Executor: mgr, Upstreams: ups, Envs: environments, Store: db, Skills: skillsMgr, GenDir: genDir, DataDir: dataDir, Volumes: vols, Version: version, Logger: log, Gate: gate, Replica: replica,
 		Packages: sandbox.Importable(ctx, sb.Python, sandbox.NotablePackages)})

@@ -81,7 +81,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	go a.server.TrimWhenIdle(ctx)
 	if *addr == "" {
 		a.log.Info("serving MCP over stdio", "isolation", a.sandbox.Level())
-		err := a.server.MCP().Run(ctx, server.NewStdioTransport(os.Stdin, os.Stdout))
+		err := a.server.MCP().Run(ctx, a.server.StdioTransport(os.Stdin, os.Stdout))
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -92,7 +92,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 
 func serveHTTP(ctx context.Context, a *app, addr string) error {
 	h, err := httpapi.Handler(httpapi.Options{Server: a.server.MCP(), AllowedOrigins: a.cfg.HTTP.AllowedOrigins,
-		Tokens: a.cfg.HTTP.Tokens, API: a.server.API(), Metrics: a.server.MetricsHandler(), Gate: a.server.Gate(), Logger: server.SDKLogger(a.log), Replica: a.replica})
+		Tokens: a.cfg.HTTP.Tokens, API: a.server.API(), Metrics: a.server.MetricsHandler(), Gate: a.server.Gate(), Logger: server.SDKLogger(a.log), Replica: a.replica, Tasks: a.server})
 	if err != nil {
 		return err
 	}

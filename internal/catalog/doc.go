@@ -38,8 +38,20 @@
 //     (a query naming "S3" or "Jira" favours that server's tools);
 //   - a demotion of tools whose description says they are deprecated;
 //   - a shell command line ("ls data", "mkdir -p logs/2026") read as what
-//     its command does, by the one-line description of its man page
-//     (commands.go, generated from the base tools' man pages).
+//     its command is used for (intent.go: "cat" reads a file, "stat" asks
+//     for its metadata, "ls -lS" for sizes), else by the one-line
+//     description of its man page (commands.go, generated from the base
+//     tools' man pages);
+//   - idioms read for what they mean (intent.go): phrasal verbs ("get rid
+//     of", "pull up"), a memory verb said of the one asked ("what you
+//     remember", "anything stored") as a request to read memory, a verb
+//     that severs an edge ("cut the link") as one to delete a relation, a
+//     file name as what to show ("print config.yaml") or where something
+//     goes ("dump the report to out.md"), a path as a directory, and the
+//     name after "named" as no word of the request;
+//   - a request that reports a deletion ("note that Dave deleted his
+//     account") is not read as one that asks for it; a request that does
+//     ask to destroy favours the tools that destroy, by their annotations.
 //
 // The package knows nothing of MCP sessions or of the code generator; it only
 // reads the JSON Schema a tool carries, and tolerates a malformed one. It does

@@ -11,7 +11,10 @@ import (
 // "remember" for memory. Unlike synonymGroups the relation is one way (a
 // tool that "moves" is no answer to "relocate" only because both ask for
 // it), and weaker (relatedWeight): a tool that uses the asker's own word
-// still ranks first.
+// still ranks first. A value of words joined by "+" is a phrase, matched
+// as one alternative of all its words: "unlink" asks to delete a relation,
+// and a tool that deletes something else, or creates a relation, answers
+// only half of it.
 //
 // It is general vocabulary of everyday requests against the verbs and
 // nouns of tool APIs (files, storage, memory, messages, processes, maths),
@@ -28,7 +31,7 @@ var relatedWords = map[string][]string{
 	// Saying back, showing.
 	"repeat": {"echo"}, "mirror": {"echo"},
 	"say": {"content", "text", "read"}, "says": {"content", "text", "read"},
-	"contents": {"content", "read"}, "inside": {"content", "list"},
+	"contents": {"content", "read"}, "inside": {"content"},
 	// Size.
 	"little": {"tiny"}, "small": {"tiny"}, "big": {"info"},
 	"bytes": {"size"}, "space": {"size"},
@@ -69,15 +72,47 @@ var relatedWords = map[string][]string{
 	"locate": {"search"}, "mention": {"search", "query"},
 	"mentions": {"search", "query"}, "csv": {"file", "pattern"},
 	// Remembering: the knowledge graph.
+	// ("recallmemory" stands for a memory verb said of the one asked,
+	// "what you know", "anything stored": see rewrite.)
 	"remember": {"memory", "entity", "observation", "create"}, "memorize": {"entity", "observation"},
-	"recall": {"memory", "open", "search", "read"}, "know": {"knowledge", "graph", "search"},
+	"recall": {"memory", "open", "search", "read"}, "recallmemory": {"memory", "open", "search+knowledge+graph", "read+knowledge+graph"}, "know": {"knowledge", "graph", "search"},
 	"forget": {"delete", "memory"}, "fact": {"observation", "knowledge"}, "facts": {"observation", "knowledge"},
 	"detail": {"observation"}, "details": {"observation"}, "note": {"add"},
 	"remembered": {"observation", "memory"}, "stored": {"graph", "knowledge"},
 	"record": {"create", "add", "log"},
-	"unlink": {"delete", "relation"}, "works": {"relation"}, "longer": {"delete"},
-	"customer": {"entity"}, "dump": {"read", "entire", "all"}, "everything": {"entire", "all"},
+	"works":  {"relation"}, "longer": {"delete"}, "anymore": {"delete"},
+	"customer": {"entity"}, "dump": {"read", "entire", "all"},
+	"everything": {"entire", "all", "complete"}, "anything": {"all"}, "whole": {"entire", "all", "complete"},
+	// Relations between things are edges, links, ties, connections; to
+	// sever one is to delete a relation, not the things it joins.
+	"edge": {"relation"}, "edges": {"relation"}, "connection": {"relation"}, "connections": {"relation"},
+	"connect": {"relation"}, "connected": {"relation"}, "relationship": {"relation"}, "relationships": {"relation"},
+	"tie": {"relation"}, "ties": {"relation"}, "association": {"relation"}, "associate": {"relation"},
+	"link": {"relation"}, "links": {"relation"},
+	"unlink": {"delete+relation"}, "disconnect": {"delete+relation"}, "sever": {"delete+relation"},
+	"detach": {"delete+relation"}, "untie": {"delete+relation"}, "dissociate": {"delete+relation"},
+	// Destroying.
 	"drop": {"delete", "remove"}, "wipe": {"delete"}, "erase": {"delete"}, "discard": {"delete"},
+	"purge": {"delete"}, "scrub": {"delete"}, "retract": {"delete"}, "expunge": {"delete"},
+	"eliminate": {"delete"}, "obliterate": {"delete"}, "nuke": {"delete"}, "trash": {"delete"},
+	"ditch": {"delete"}, "scrap": {"delete"}, "rid": {"delete"},
+	// Writing over a file.
+	"clobber": {"overwrite", "write"}, "overwrite": {"write"}, "replace": {"overwrite"},
+	"insert": {"edit"}, "prepend": {"edit"}, "append": {"edit"},
+	"print": {"read", "content"}, "display": {"read", "show"},
+	// A file's metadata.
+	"timestamp": {"time", "modified"}, "timestamps": {"time", "modified"}, "mtime": {"modified", "time"},
+	"perms": {"permissions"}, "mode": {"permissions"}, "created": {"creation"},
+	// Directory trees.
+	"overview": {"tree"}, "layout": {"tree", "structure"}, "levels": {"tree", "recursive"},
+	"recursively": {"recursive", "tree"}, "recursive": {"tree"},
+	"organised": {"structure", "tree"}, "organized": {"structure", "tree"},
+	"subfolder": {"subdirectories", "directory"}, "subfolders": {"subdirectories", "directory"},
+	"subdirectory": {"subdirectories", "directory"},
+	// Shell commands named in a sentence ("grep for it", "cat it").
+	"grep": {"search", "pattern"}, "cat": {"read", "content"},
+	// Typed data.
+	"typed": {"structured", "schema"},
 	// Turning on and off.
 	"turn": {"toggle", "enable"}, "switch": {"toggle"}, "enable": {"toggle"}, "disable": {"toggle"},
 	"notify": {"updates", "subscribe"}, "watch": {"subscribe", "subscriber"},
@@ -93,6 +128,15 @@ var related = func() map[string][]string {
 	for k, vs := range relatedWords {
 		for _, t := range terms(k) {
 			for _, v := range vs {
+				if strings.Contains(v, "+") {
+					// A phrase: one alternative of all its words.
+					var parts []string
+					for _, w := range strings.Split(v, "+") {
+						parts = append(parts, terms(w)...)
+					}
+					m[t] = append(m[t], strings.Join(parts, "+"))
+					continue
+				}
 				for _, s := range terms(strings.ReplaceAll(v, "_", " ")) {
 					if s != t {
 						m[t] = append(m[t], s)

@@ -20,15 +20,19 @@ type paraphrase2 struct {
 }
 
 // minParaphrase2Top3 holds what the search reaches on this set, less two
-// queries, so that a change that loses ground fails. The issue's goal is
-// 0.9, not met: on its first run, before shell command lines were read
-// (commands.go), it was 70 of 107 (0.654); then 76 (0.710); with WordNet
-// (wordnet.go), file names and proper names read for what they stand for
-// and shell redirection, 91 (0.850). What it misses is listed by -v: mostly
-// requests whose words no general resource ties to the tool ("stat
-// package.json" for get_file_info, "break the 'manages' edge" for
-// delete_relations).
-const minParaphrase2Top3 = 0.83
+// queries, so that a change that loses ground fails. On its first run,
+// before shell command lines were read (commands.go), it was 70 of 107
+// (0.654); then 76 (0.710); with WordNet (wordnet.go), file names and
+// proper names read for what they stand for and shell redirection, 91
+// (0.850); with the idioms of intent.go (what shell commands are used for,
+// phrasal verbs, "what you remember" as a request to read memory, a
+// reported deletion, severing an edge, the role of a file name) and the
+// lexicon's words for relations, destroying and file metadata, 105 (0.981),
+// 75 first. That last step was written looking at this set's misses, so
+// the set no longer measures it as held out. What it misses: "return a
+// typed object with temperature, conditions and humidity" and "hand me 5
+// URIs pointing at sample content I can fetch later".
+const minParaphrase2Top3 = 0.96
 
 func TestParaphrases2(t *testing.T) {
 	testHeldOut(t, "testdata/paraphrases2.jsonl", minParaphrase2Top3, 0)
@@ -36,24 +40,27 @@ func TestParaphrases2(t *testing.T) {
 
 // The third paraphrase set (testdata/paraphrases3.jsonl, issue 30): 121
 // requests for the same servers, written like the second by someone who
-// read neither this package nor the first two sets (testdata/paraphrases3.md),
-// and measured once, after the search was done: nothing was tuned on it.
-// Two of its requests want tools server-everything registers only for
-// clients that can run tasks (trigger-sampling-request-async,
-// trigger-elicitation-request-async), which upstream_tools.json does not
-// hold: they count as misses.
+// read neither this package nor the first two sets (testdata/paraphrases3.md).
+// It was measured untouched once, after WordNet; the step after that
+// (intent.go) was written looking at its misses as well as the second
+// set's, so it is no longer held out either: a fourth set, written blind,
+// is the measure of that step. Two of its requests want tools
+// server-everything registers only for clients that can run tasks
+// (trigger-sampling-request-async, trigger-elicitation-request-async),
+// which upstream_tools.json does not hold: they count as misses.
 
-// minParaphrase3Top3 is what the search reached on its first run, less two
-// queries: 91 of 121 (0.752), 69 first. The search before WordNet, file
-// names and proper names reached 84 (0.694), 60 first.
-const minParaphrase3Top3 = 0.73
+// minParaphrase3Top3 is what the search reaches, less two queries: 115 of
+// 121 (0.950), 80 first. On its first, untouched run it reached 91 (0.752),
+// 69 first; the search before WordNet, file names and proper names 84
+// (0.694), 60 first.
+const minParaphrase3Top3 = 0.93
 
 // maxParaphrase3DestructiveFirst holds the requests of the third set that
-// destroy nothing yet rank a destructive tool first, as on its first run
-// and before: two that report a deletion rather than ask for one ("note
-// that Dave deleted his account", "remember that Eve removed Mallory from
-// the project"), which the search reads as a request to delete.
-const maxParaphrase3DestructiveFirst = 2
+// destroy nothing yet rank a destructive tool first: none since the
+// deletion a request reports ("note that Dave deleted his account",
+// "remember that Eve removed Mallory from the project") is no longer read
+// as one it asks for (dropReported); two before.
+const maxParaphrase3DestructiveFirst = 0
 
 func TestParaphrases3(t *testing.T) {
 	testHeldOut(t, "testdata/paraphrases3.jsonl", minParaphrase3Top3, maxParaphrase3DestructiveFirst)
@@ -116,3 +123,22 @@ func testHeldOut(t *testing.T, name string, min float64, maxDestructiveFirst int
 		t.Errorf("%d requests that destroy nothing rank a destructive tool first, want at most %d", destructiveFirst, maxDestructiveFirst)
 	}
 }
+
+// The fourth paraphrase set (testdata/paraphrases4.jsonl, issue 30): 120
+// requests written blind, by someone who read only the three npm servers'
+// published code (testdata/paraphrases4.md), after the search's last change
+// and measured once, as it was handed over: nothing was tuned on it.
+func TestParaphrases4(t *testing.T) {
+	testHeldOut(t, "testdata/paraphrases4.jsonl", minParaphrase4Top3, maxParaphrase4DestructiveFirst)
+}
+
+// On its first run the search reached 106 of 120 (0.883), 80 first, with
+// two requests that destroy nothing ranking a destructive tool first ("find
+// any files with 'remove' in their name", "search your memory for anything
+// about the deleted accounts incident"). The search of 9a971c8, before the
+// idiom reading of intent.go, reached 92 (0.767), 65 first, and 4. The
+// floor is that run less two queries.
+const (
+	minParaphrase4Top3             = 0.86
+	maxParaphrase4DestructiveFirst = 2
+)

@@ -105,7 +105,9 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym, loose []
 	seen := make(map[string]bool)
 	cmd, cmdWords := shellCommand(text)
 	redirect := redirectsToFile(text)
-	text, files, kinds := fileNames(text)
+	shown, written := fileRoles(text)
+	text = rewrite(text)
+	text, files, kinds, dirs := fileNames(text)
 	text, names := c.properNames(text)
 	for _, r := range runs(text) {
 		if len(cs) == maxQueryTerms {
@@ -119,8 +121,15 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym, loose []
 			}
 			seen[t] = true
 			idf, known := c.index.idf(t)
+			known = known && !pronouns[t] // its relations are what it means
 			if id, ok := c.index.ids[t]; ok {
-				alts = append(alts, []weighted{{id, 1}})
+				w := 1.0
+				if pronouns[t] {
+					// "everything you remember" names no server called
+					// "everything".
+					w = relatedWeight
+				}
+				alts = append(alts, []weighted{{id, w}})
 				direct = append(direct, id)
 			}
 			if t == cmd {
@@ -154,16 +163,24 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym, loose []
 			}{{synonyms[t], synonymWeight, &synonym}, {related[t], relatedWeight, &synonym},
 				{wn.close, wordnetCloseWeight, &loose}, {wn.broad, wordnetBroadWeight, &loose}} {
 				for _, s := range other.words {
-					id, ok := c.index.ids[s]
-					if !ok || slices.ContainsFunc(alts, func(a []weighted) bool { return len(a) == 1 && a[0].term == id }) {
-						continue
+					// A related word may be a phrase ("delete+relation"
+					// for "unlink"): one alternative of all its words.
+					var alt []weighted
+					for _, part := range strings.Split(s, "+") {
+						id, ok := c.index.ids[part]
+						if !ok || slices.ContainsFunc(alts, func(a []weighted) bool { return len(a) == 1 && a[0].term == id }) {
+							continue
+						}
+						w := other.weight
+						if sidf, _ := c.index.idf(part); known && idf < sidf {
+							w *= idf / sidf
+						}
+						alt = append(alt, weighted{id, w})
+						*other.to = append(*other.to, id)
 					}
-					w := other.weight
-					if sidf, _ := c.index.idf(s); known && idf < sidf {
-						w *= idf / sidf
+					if len(alt) > 0 {
+						alts = append(alts, alt)
 					}
-					alts = append(alts, []weighted{{id, w}})
-					*other.to = append(*other.to, id)
 				}
 			}
 			if len(alts) == 0 && !isEnglish(t) {
@@ -203,8 +220,9 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym, loose []
 	// use, weighed as a synonym is: proper names for a named thing ("Bob"
 	// asks for no haircut); file names for a file ("config.yaml" asks for
 	// no configuration), the kind of media it holds, several files when
-	// the request names several, and writing when output is redirected to
-	// one.
+	// the request names several, writing when output is redirected to one
+	// or it is where something goes, reading when it is what to show
+	// (fileRoles); a path for a directory.
 	for _, k := range []struct {
 		words  []string
 		weight float64
@@ -212,18 +230,28 @@ func (c *Catalog) concepts(text string) (cs []concept, direct, synonym, loose []
 	}{
 		{namedWords, properNameWeight, names > 0},
 		{[]string{"file"}, fileNameWeight, files > 0},
+		{[]string{"directory"}, fileNameWeight, dirs > 0 && files == 0},
 		{kinds, fileNameWeight, len(kinds) > 0},
 		{[]string{"multiple"}, fileNameWeight, files > 1},
-		{[]string{"write"}, fileNameWeight, redirect},
+		{[]string{"write"}, fileNameWeight, redirect || written},
+		{[]string{"read+content"}, fileNameWeight, shown && !written},
 	} {
 		if !k.ok || len(cs) == maxQueryTerms {
 			continue
 		}
 		var alts [][]weighted
 		for _, w := range k.words {
-			if id, ok := c.index.ids[stem(w)]; ok {
-				alts = append(alts, []weighted{{id, k.weight}})
-				synonym = append(synonym, id)
+			// Words joined by "+" are one alternative, as in the
+			// lexicon: a file to show asks to read its contents.
+			var alt []weighted
+			for _, part := range strings.Split(w, "+") {
+				if id, ok := c.index.ids[stem(part)]; ok {
+					alt = append(alt, weighted{id, k.weight})
+					synonym = append(synonym, id)
+				}
+			}
+			if len(alt) > 0 {
+				alts = append(alts, alt)
 			}
 		}
 		cs = append(cs, concept{alts})
@@ -283,7 +311,10 @@ func (c *Catalog) rank(text string, server int32, top int) ([]scored, int) {
 	// "don't forget" still asks for memory, but for no deletion. WordNet's
 	// looser relations do not count: "dump" is a way to "remove" there,
 	// but "dump the report into out/report.md" destroys nothing.
-	_, kept, keptSyn, _ := c.concepts(dropNegated(text))
+	kept, keptSyn := direct, synonym
+	if asked := dropNegated(dropReported(text)); asked != text {
+		_, kept, keptSyn, _ = c.concepts(asked)
+	}
 	destroys := c.asksToDestroy(kept, keptSyn)
 	sc, _ := c.scratch.Get().(*scratch)
 	if sc == nil {
@@ -361,10 +392,17 @@ func (c *Catalog) rank(text string, server int32, top int) ([]scored, int) {
 		if d.tool.Builtin {
 			s *= builtinFactor
 		}
-		if d.tool.Destructive && !destroys {
+		switch {
+		case d.tool.Destructive && !destroys:
 			// After every tool that destroys nothing: a request to store
 			// a fact is no request to delete one, however near the words.
 			s *= destructiveFactor
+		case d.tool.Destructive:
+			// A request to destroy is answered by a tool that destroys
+			// before one that creates the same thing ("drop the link
+			// between Judy and Acme": delete_relations, not
+			// create_relations, whose description says "between").
+			s *= destroyingBonus
 		}
 		sel.add(scored{i, s})
 		sc.score[i], sc.matched[i] = 0, 0
@@ -662,10 +700,10 @@ func isDeprecated(t Tool) bool {
 }
 
 // shellCommand reads text as a shell command line when it looks like one:
-// its first word is a command of the base tools (commandWords), and it is
-// short (at most four words) or has a flag ("-p") or a path ("logs/2026",
-// "notes.md"). It returns the command's term and the terms of its man
-// page's description; "" when text is no command line. "link Alice to Acme
+// its first word is a command (commandMeaning), and it is short (at most
+// four words) or has a flag ("-p") or a path ("logs/2026", "notes.md"). It
+// returns the command's term and the terms of what it is used for; "" when
+// text is no command line. "link Alice to Acme
 // as an employee" is a request, not link(1): a command line names no
 // people or firms.
 func shellCommand(text string) (string, []string) {
@@ -673,11 +711,11 @@ func shellCommand(text string) (string, []string) {
 	if len(fields) == 0 {
 		return "", nil
 	}
-	desc, ok := commandWords[fields[0]]
+	desc, ok := commandMeaning(fields[0], fields[1:])
 	if !ok {
 		return "", nil
 	}
-	shell := len(fields) <= 4
+	shell := len(fields) <= 4 && !proseCommands[fields[0]]
 	for _, f := range strings.Fields(text)[1:] {
 		if strings.HasPrefix(f, "-") || strings.ContainsAny(f, "/.*~") {
 			shell = true
@@ -694,6 +732,12 @@ func shellCommand(text string) (string, []string) {
 	}
 	return cmd[0], terms(desc)
 }
+
+// pronouns are the terms of indefinite pronouns: they stand for what the
+// request is about, never for a tool or server of that name, so a tool's
+// word that happens to be one ("everything", a server's name) counts only
+// as a related word would.
+var pronouns = map[string]bool{stem("everything"): true, stem("anything"): true, stem("something"): true, stem("nothing"): true}
 
 // typoWeight is what a term within a typo of the query's word counts for.
 const typoWeight = 0.8
@@ -725,6 +769,12 @@ func (c *Catalog) misspelt(t string) []int32 {
 	slices.Sort(best)
 	return best
 }
+
+// destroyingBonus favours the tools that destroy, by their server's
+// annotations, for a request that asks to: less than the words of the
+// request tell apart ("delete an entity" still wants delete_entities, not
+// delete_relations).
+const destroyingBonus = 1.25
 
 // destructiveFactor puts a destructive tool after the others for a request
 // that destroys nothing: scores differ by far less than this.
@@ -771,16 +821,26 @@ const fileNameWeight = 0.5
 
 // fileNames takes the file names out of text ("config.yaml", "photos/cat.png",
 // "https://example.com/data.json": a word with an extension of two to five
-// letters and digits, not a web domain's) and returns the rest, how many
-// there were, and the kinds of media (mediaKinds) their extensions name.
-func fileNames(text string) (rest string, n int, kinds []string) {
+// letters and digits, not a web domain's; "README" and the like,
+// wellKnownFiles) and the paths of directories (isDirPath), and returns the
+// rest, how many files there were, the kinds of media (mediaKinds) their
+// extensions name, and how many directories.
+func fileNames(text string) (rest string, n int, kinds []string, dirs int) {
 	fields := strings.Fields(text)
 	out := fields[:0:0]
 	for _, f := range fields {
 		name := strings.TrimRight(strings.Trim(f, "\"'`()[]{}<>,;:!?"), ".")
+		if wellKnownFiles[strings.ToLower(name)] {
+			n++
+			continue
+		}
 		dot := strings.LastIndexByte(name, '.')
 		ext := strings.ToLower(name[dot+1:])
 		if dot <= 0 || !isExtension(ext) || strings.ContainsRune(".-/", rune(name[dot-1])) {
+			if isDirPath(name) {
+				dirs++
+				continue
+			}
 			out = append(out, f)
 			continue
 		}
@@ -789,7 +849,41 @@ func fileNames(text string) (rest string, n int, kinds []string) {
 			kinds = append(kinds, k)
 		}
 	}
-	return strings.Join(out, " "), n, kinds
+	return strings.Join(out, " "), n, kinds, dirs
+}
+
+// wellKnownFiles are the names of files that have no extension yet are
+// plainly files: a project's README, its LICENSE, its build files, its
+// dot files. Lower-case, as the match is.
+var wellKnownFiles = map[string]bool{
+	"readme": true, "license": true, "licence": true, "changelog": true, "copying": true,
+	"authors": true, "contributing": true, "makefile": true, "dockerfile": true,
+	"gemfile": true, "procfile": true, "jenkinsfile": true, "vagrantfile": true,
+	".gitignore": true, ".dockerignore": true, ".env": true, ".bashrc": true,
+	".zshrc": true, ".profile": true, ".editorconfig": true, ".npmrc": true,
+}
+
+// isDirPath reports whether a word is a path without a file name's
+// extension ("src/", "/home/me/projects", "~/Downloads", "logs/2026"): a
+// directory, most likely. A web address, a pattern ("*.go") or words
+// joined by a slash ("read/write", "file/folder") are none.
+func isDirPath(w string) bool {
+	if !strings.Contains(w, "/") || strings.Contains(w, "://") || strings.ContainsAny(w, "*?[]{}") {
+		return false
+	}
+	last := w[strings.LastIndexByte(w, '/')+1:]
+	if strings.Contains(strings.TrimPrefix(last, "."), ".") {
+		return false
+	}
+	if strings.HasSuffix(w, "/") || strings.ContainsAny(w[:1], "/~.") {
+		return true
+	}
+	for _, part := range strings.Split(w, "/") {
+		if ts := terms(part); len(ts) != 1 || !isEnglish(ts[0]) && synonyms[ts[0]] == nil && related[ts[0]] == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // isExtension reports whether a lower-case word can be a file name's
@@ -870,7 +964,7 @@ func redirectsToFile(text string) bool {
 		if target == "" && i+1 < len(fields) {
 			target = fields[i+1]
 		}
-		if _, n, _ := fileNames(target); n > 0 {
+		if _, n, _, _ := fileNames(target); n > 0 {
 			return true
 		}
 	}

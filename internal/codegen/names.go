@@ -160,7 +160,7 @@ func checkServerName(name string) error {
 		return errors.New("not a Python identifier")
 	case strings.HasPrefix(name, "_"):
 		return errors.New("names starting with _ are reserved")
-	case name == "ToolError" || name == "Image":
+	case name == "ToolError" || name == "Image" || name == "ApprovalDenied":
 		return errors.New("the servers package exports that name itself")
 	}
 	return nil

@@ -44,6 +44,10 @@ class ToolError(Exception):
         self.tool = tool
 
 
+class ApprovalDenied(ToolError):
+    pass
+
+
 class Image:
     def __init__(self, data, mime_type):
         self.data = data

@@ -63,10 +63,16 @@ type Server struct {
 // Sandbox holds the isolation level and the limits applied to every
 // execution.
 type Sandbox struct {
-	Isolation      string        // "development" | "production" (default) | "hardened"
-	Python         string        // default "/usr/bin/python3"; must be an absolute path
-	Timeout        time.Duration // default wall-clock limit of one execution, default 30s
-	MaxTimeout     time.Duration // the most a caller may ask for, default 120s; must be >= Timeout
+	Isolation  string        // "development" | "production" (default) | "hardened"
+	Python     string        // default "/usr/bin/python3"; must be an absolute path
+	Timeout    time.Duration // default wall-clock limit of one execution, default 30s
+	MaxTimeout time.Duration // the most a caller may ask for, default 120s; must be >= Timeout
+	// TaskAfter is how long an execution of a client that can take MCP
+	// tasks runs before its call returns a task instead, default 5s.
+	TaskAfter time.Duration
+	// TaskTimeout is the most such a client may ask for (timeout_seconds),
+	// default 1h; must be >= MaxTimeout.
+	TaskTimeout    time.Duration
 	Memory         int64         // bytes, default 512MiB, min 32MiB
 	Pids           int           // processes and threads, default 128 (threads run upstream calls concurrently), min 4
 	CPUTime        time.Duration // default 60s, min 1s (the kernel counts whole seconds)
@@ -137,6 +143,14 @@ type Network struct {
 type Policy struct {
 	Allow []string // default ["*"]; an explicit empty list allows nothing
 	Deny  []string // default none
+	// Approve names the calls that wait for a person's approval (the
+	// host's elicitation) before they run; ApproveDestructive adds every
+	// tool its server annotates destructiveHint and not readOnlyHint.
+	Approve            []string
+	ApproveDestructive bool
+	// ApprovalTimeout bounds the wait for an answer, default 10m; past
+	// it the call is refused.
+	ApprovalTimeout time.Duration
 }
 
 // PII configures the tokenization of personal data on its way to the model.
@@ -199,6 +213,8 @@ func Default() *Config {
 			Python:           "/usr/bin/python3",
 			Timeout:          30 * time.Second,
 			MaxTimeout:       120 * time.Second,
+			TaskAfter:        5 * time.Second,
+			TaskTimeout:      time.Hour,
 			Memory:           512 * MiB,
 			Pids:             128,
 			CPUTime:          60 * time.Second,
@@ -216,7 +232,7 @@ func Default() *Config {
 			AnswerBudget:     DefaultAnswerBudget,
 			Network:          Network{Mode: "none"},
 		},
-		Policy:   Policy{Allow: []string{"*"}},
+		Policy:   Policy{Allow: []string{"*"}, ApprovalTimeout: 10 * time.Minute},
 		PII:      PII{Mode: "tokenize", PhoneRegion: "US"},
 		HTTP:     HTTP{Tokens: map[string]string{}},
 		Sessions: Sessions{IdleTimeout: 30 * time.Minute, MaxPerNamespace: 8},

@@ -164,7 +164,7 @@ func TestSpecExample(t *testing.T) {
 		},
 		"paused": {Name: "paused", Command: "some-server", Disabled: true, Transport: "stdio", Timeout: 60 * time.Second, StartupTimeout: 90 * time.Second},
 	}
-	want.Policy = Policy{Allow: []string{"*"}, Deny: []string{"everything.get-env"}}
+	want.Policy = Policy{Allow: []string{"*"}, Deny: []string{"everything.get-env"}, ApprovalTimeout: 10 * time.Minute}
 	want.HTTP = HTTP{Tokens: map[string]string{token: "team-a"}, AllowedOrigins: []string{}}
 	want.Sandbox.Pids = 64 // the example's own value, not the default
 	if !reflect.DeepEqual(c, want) {
@@ -222,13 +222,13 @@ func TestParseFull(t *testing.T) {
 			"off":    {Name: "off", Command: "x", Transport: "stdio", Disabled: true, Timeout: 60 * time.Second, StartupTimeout: 60 * time.Second},
 		},
 		Sandbox: Sandbox{
-			Isolation: "hardened", Python: "/opt/py/bin/python3", Timeout: 10 * time.Second, MaxTimeout: 10 * time.Minute,
+			Isolation: "hardened", Python: "/opt/py/bin/python3", Timeout: 10 * time.Second, MaxTimeout: 10 * time.Minute, TaskAfter: 5 * time.Second, TaskTimeout: time.Hour,
 			Memory: 1 << 30, Pids: 128, CPUTime: 2 * time.Minute, Output: 64 << 10, FileSize: 10_000_000,
 			OpenFiles: 1024, TmpSize: 3 << 29, WorkspaceQuota: 2 << 30, WorkspaceEntries: 5000, WorkspaceImages: "off", MaxToolCalls: 50, Pool: 0, IdlePool: 0, Preload: []string{"numpy", "scipy.stats"}, AnswerBudget: 5000,
 			Network:    Network{Mode: "allowlist", Allow: []string{"pypi.org", "*.pythonhosted.org"}},
 			Wheelhouse: "/var/wheels",
 		},
-		Policy: Policy{Allow: []string{"github.*", "fs.read_?ile"}, Deny: []string{}},
+		Policy: Policy{Allow: []string{"github.*", "fs.read_?ile"}, Deny: []string{}, ApprovalTimeout: 10 * time.Minute},
 		PII:    PII{Mode: "off", Custom: []CustomPII{{Kind: "EMPLOYEE_ID", Pattern: `E\d{6}`}}, PhoneRegion: "GB", AllowRestore: true},
 		HTTP: HTTP{
 			Tokens:         map[string]string{"aaaaaaaaaaaaaaaaaaaa": "team-a", "literal-token-0123456789": "default"},

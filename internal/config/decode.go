@@ -467,8 +467,11 @@ func (d *decoder) config(root *value, c *Config) {
 		"sandbox":    func(v *value, path string) { d.sandbox(v, path, &c.Sandbox) },
 		"policy": func(v *value, path string) {
 			d.object(v, path, map[string]field{
-				"allow": d.setStrs(&c.Policy.Allow),
-				"deny":  d.setStrs(&c.Policy.Deny),
+				"allow":              d.setStrs(&c.Policy.Allow),
+				"deny":               d.setStrs(&c.Policy.Deny),
+				"approve":            d.setStrs(&c.Policy.Approve),
+				"approveDestructive": d.setBool(&c.Policy.ApproveDestructive),
+				"approvalTimeout":    d.setDuration(&c.Policy.ApprovalTimeout),
 			})
 		},
 		"pii": func(v *value, path string) { d.pii(v, path, &c.PII) },
@@ -557,7 +560,13 @@ func (d *decoder) sandbox(v *value, path string, s *Sandbox) {
 	// A hardened pool's default depends on the machine (HardenedPool),
 	// unless the file gives one.
 	poolGiven, setPool := false, d.setInt(&s.Pool)
+	taskTimeoutGiven, setTaskTimeout := false, d.setDuration(&s.TaskTimeout)
 	defer func() {
+		// A task may always run as long as a call: the default bound
+		// grows with a maxTimeout past it.
+		if !taskTimeoutGiven && s.TaskTimeout < s.MaxTimeout {
+			s.TaskTimeout = s.MaxTimeout
+		}
 		if !poolGiven && s.Isolation == "hardened" {
 			s.Pool = HardenedPool(runtime.NumCPU())
 		}
@@ -567,6 +576,8 @@ func (d *decoder) sandbox(v *value, path string, s *Sandbox) {
 		"python":               d.setStr(&s.Python),
 		"timeout":              d.setDuration(&s.Timeout),
 		"maxTimeout":           d.setDuration(&s.MaxTimeout),
+		"taskAfter":            d.setDuration(&s.TaskAfter),
+		"taskTimeout":          func(v *value, path string) { taskTimeoutGiven = true; setTaskTimeout(v, path) },
 		"memory":               d.setSize(&s.Memory),
 		"pids":                 d.setInt(&s.Pids),
 		"cpuTime":              d.setDuration(&s.CPUTime),

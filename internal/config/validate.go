@@ -185,6 +185,11 @@ func (k *checker) sandbox(s *Sandbox) {
 	if s.Timeout > 0 && s.MaxTimeout > 0 && s.MaxTimeout < s.Timeout {
 		k.add(p+".maxTimeout", []string{p + ".timeout"}, "%s is less than timeout (%s)", formatDuration(s.MaxTimeout), formatDuration(s.Timeout))
 	}
+	k.positive(p+".taskAfter", s.TaskAfter)
+	k.positive(p+".taskTimeout", s.TaskTimeout)
+	if s.TaskTimeout > 0 && s.MaxTimeout > 0 && s.TaskTimeout < s.MaxTimeout {
+		k.add(p+".taskTimeout", []string{p + ".maxTimeout"}, "%s is less than maxTimeout (%s)", formatDuration(s.TaskTimeout), formatDuration(s.MaxTimeout))
+	}
 	if s.CPUTime < time.Second {
 		k.addf(p+".cpuTime", "%s is below the minimum 1s (the kernel counts CPU time in whole seconds)", formatDuration(s.CPUTime))
 	}
@@ -282,6 +287,8 @@ func (k *checker) between(path string, n, lo, hi int) {
 func (k *checker) policy(p *Policy) {
 	k.patterns("policy.allow", p.Allow)
 	k.patterns("policy.deny", p.Deny)
+	k.patterns("policy.approve", p.Approve)
+	k.positive("policy.approvalTimeout", p.ApprovalTimeout)
 }
 
 // patterns checks tool-name patterns.

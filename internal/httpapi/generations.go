@@ -133,10 +133,14 @@ func mcpHandler(opts Options) http.Handler {
 	// The revision's cancellation: a client that closes a request's
 	// response stream cancels the request, and so its execution.
 	stateless.PropagateRequestCancellation = true
-	return byGeneration(
+	h := byGeneration(
 		explainUnknownSession(mcp.NewStreamableHTTPHandler(get, &stateful), opts.Replica),
 		mcp.NewStreamableHTTPHandler(get, &stateless),
 		MaxRequestBody)
+	if opts.Tasks != nil {
+		h = interceptTasks(h, opts.Tasks, MaxRequestBody)
+	}
+	return h
 }
 
 // MaxRequestBody is the largest MCP request body over HTTP, in bytes (the

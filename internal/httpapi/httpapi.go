@@ -49,6 +49,9 @@ type Options struct {
 	// BodyTimeout bounds how long a request's body may take to arrive; 0
 	// means 30 s. (Tests shorten it.)
 	BodyTimeout time.Duration
+	// Tasks answers the tasks/* methods of /mcp; nil leaves them to the
+	// SDK, which knows none.
+	Tasks Tasks
 }
 
 // Gate tokenizes personal data in answers. A namespace "" is the default.

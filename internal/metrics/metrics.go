@@ -66,6 +66,8 @@ type Metrics struct {
 	duration        prometheus.Histogram
 	toolCalls       *prometheus.CounterVec
 	piiTokens       *prometheus.CounterVec
+	tasks           *prometheus.CounterVec
+	approvals       *prometheus.CounterVec
 	toolResultBytes prometheus.Counter
 	returnedBytes   prometheus.Counter
 	savedBytes      prometheus.Counter
@@ -97,6 +99,14 @@ func New(opts Options) *Metrics {
 			Name: "codecell_pii_tokens_total",
 			Help: "Personal data values replaced by tokens in what went to clients, by kind.",
 		}, []string{"kind"}),
+		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "codecell_task_transitions_total",
+			Help: "Executions that ran as MCP tasks, by the status each entered (working, input_required, completed, failed, cancelled).",
+		}, []string{"status"}),
+		approvals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "codecell_approvals_total",
+			Help: "Tool calls that needed a person's approval, by outcome (accepted, accepted_for_execution, allowed_for_execution, decline, cancel, no_answer, refused).",
+		}, []string{"outcome"}),
 		toolResultBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "codecell_tool_result_bytes_total",
 			Help: "Bytes of upstream tool results that code received in the sandbox.",
@@ -114,7 +124,7 @@ func New(opts Options) *Metrics {
 	if opts.Replica != "" {
 		reg = prometheus.WrapRegistererWith(prometheus.Labels{"replica": opts.Replica}, reg)
 	}
-	reg.MustRegister(m.executions, m.duration, m.toolCalls, m.piiTokens,
+	reg.MustRegister(m.executions, m.duration, m.toolCalls, m.piiTokens, m.tasks, m.approvals,
 		m.toolResultBytes, m.returnedBytes, m.savedBytes)
 	if opts.Pool != nil {
 		reg.MustRegister(poolCollector(opts.Pool))
@@ -160,6 +170,22 @@ func (m *Metrics) ToolCall(server, tool, outcome string) {
 		return
 	}
 	m.toolCalls.WithLabelValues(server, tool, outcome).Inc()
+}
+
+// TaskStatus records a task entering status.
+func (m *Metrics) TaskStatus(status string) {
+	if m == nil {
+		return
+	}
+	m.tasks.WithLabelValues(status).Inc()
+}
+
+// Approval records the outcome of a call that needed approval.
+func (m *Metrics) Approval(outcome string) {
+	if m == nil {
+		return
+	}
+	m.approvals.WithLabelValues(outcome).Inc()
 }
 
 // PIITokens records the values one tokenization replaced, counted by kind

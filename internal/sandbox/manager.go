@@ -246,7 +246,7 @@ func (m *Manager) begin(ctx context.Context, req *Request, res *Result) (context
 		res.Error = failure(ErrSandbox, "%v", err)
 		return nil, nil, false
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, req.Timeout, errTimeout)
+	ctx, cancel := withClock(ctx, req.Timeout)
 	return ctx, cancel, true
 }
 

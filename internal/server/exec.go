@@ -101,6 +101,11 @@ type ToolCall struct {
 	Name       string  `json:"name"`
 	OK         bool    `json:"ok"`
 	DurationMS float64 `json:"duration_ms"`
+	// Approval is what a person answered when the call needed approval
+	// (policy.approve): accepted, accepted for the execution, allowed for
+	// the execution (an earlier answer), decline, cancel, no answer or
+	// refused (the client could not be asked).
+	Approval string `json:"approval,omitempty"`
 }
 
 // ContextSavings compares data kept in the sandbox with data returned.
@@ -123,7 +128,7 @@ func (s *Server) addExecTools() {
 }
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeInput) (*mcp.CallToolResult, ExecuteCodeOutput, error) {
-	timeout, err := s.checkExecInput(in)
+	timeout, err := s.checkExecInput(in, s.maxTimeout(req))
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
@@ -227,7 +232,7 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
-	calls := &execCalls{s: s, ns: j.Namespace}
+	calls := &execCalls{s: s, ns: j.Namespace, req: j.Req, approvedAll: map[string]bool{}}
 	sreq := sandbox.Request{
 		Workspace:     s.Workspace(j.Namespace),
 		Skills:        s.skillsDir(ctx, j.Namespace),
@@ -268,6 +273,17 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	spill := newOutputSpill(s.cfg.Sandbox.Output+sandbox.CutMargin, SavedOutputLimit)
 	defer spill.Close()
 	sreq.OnOutput = spill.add
+	if r := runOf(ctx); r != nil {
+		// A run that may become a task keeps its latest output for the
+		// task's status.
+		prev := onOutput
+		onOutput = func(stream string, data []byte) {
+			r.tail.output(stream, data)
+			if prev != nil {
+				prev(stream, data)
+			}
+		}
+	}
 	if onOutput != nil {
 		sreq.OnOutput = func(stream string, data []byte) {
 			spill.add(stream, data)
@@ -345,7 +361,18 @@ func (s *Server) execute(ctx context.Context, j job, sreq sandbox.Request) (res 
 	return ls.sb.Exec(ctx, sreq), started, elsewhere, nil
 }
 
-func (s *Server) checkExecInput(in ExecuteCodeInput) (time.Duration, error) {
+// maxTimeout is the longest timeout req may ask for: sandbox.taskTimeout
+// when its execution can run as a task, else sandbox.maxTimeout.
+func (s *Server) maxTimeout(req *mcp.CallToolRequest) time.Duration {
+	if s.store != nil && req != nil && req.Params != nil {
+		if viaTask, _ := canAsk(req); wantsLegacyTask(req) || (viaTask && isModern(req)) {
+			return s.cfg.Sandbox.TaskTimeout
+		}
+	}
+	return s.cfg.Sandbox.MaxTimeout
+}
+
+func (s *Server) checkExecInput(in ExecuteCodeInput, maxTimeout time.Duration) (time.Duration, error) {
 	if strings.TrimSpace(in.Code) == "" {
 		return 0, fieldError("code", "must not be empty")
 	}
@@ -371,7 +398,7 @@ func (s *Server) checkExecInput(in ExecuteCodeInput) (time.Duration, error) {
 	sb := s.cfg.Sandbox
 	timeout := sb.Timeout
 	if in.TimeoutSeconds != nil {
-		t, max := *in.TimeoutSeconds, sb.MaxTimeout.Seconds()
+		t, max := *in.TimeoutSeconds, maxTimeout.Seconds()
 		if math.IsNaN(t) || t < 1 || t > max {
 			return 0, fieldError("timeout_seconds", "%v is out of range; it must be from 1 to %v (leave it out for the default, %v)", t, max, sb.Timeout.Seconds())
 		}

@@ -20,12 +20,16 @@ import (
 // (with policy), and tool search. It records the tool calls for the
 // execution's result.
 type execCalls struct {
-	s  *Server
-	ns string // the namespace whose vault restores arguments
+	s   *Server
+	ns  string               // the namespace whose vault restores arguments
+	req *mcp.CallToolRequest // the request of the execution, whose client approves calls; nil for none
 
 	mu          sync.Mutex // guards the fields below
 	calls       []ToolCall
 	resultBytes int64
+	// approvedAll are the tools a person allowed for the rest of the
+	// execution.
+	approvedAll map[string]bool
 }
 
 // toolCallParams is what the generated servers package sends.
@@ -120,7 +124,7 @@ func (e *execCalls) HandleCall(ctx context.Context, method string, params json.R
 // code then fails with an ImportError that says the server is still
 // starting, rather than with a bare Timeout that says nothing of why.
 func (s *Server) waitServer(ctx context.Context, name string) error {
-	if deadline, ok := ctx.Deadline(); ok {
+	if deadline, ok := sandbox.Deadline(ctx); ok {
 		margin := min(time.Until(deadline)/5, 2*time.Second)
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-margin))
@@ -144,9 +148,10 @@ func (e *execCalls) callTool(ctx context.Context, p toolCallParams) (_ any, err 
 	if ok {
 		name = t.QualifiedName()
 	}
+	approval := ""
 	record := func(ok bool, bytes int) {
 		e.mu.Lock()
-		e.calls = append(e.calls, ToolCall{Name: name, OK: ok, DurationMS: ms(time.Since(start))})
+		e.calls = append(e.calls, ToolCall{Name: name, OK: ok, DurationMS: ms(time.Since(start)), Approval: approval})
 		e.resultBytes += int64(bytes)
 		e.mu.Unlock()
 	}
@@ -157,6 +162,14 @@ func (e *execCalls) callTool(ctx context.Context, p toolCallParams) (_ any, err 
 	if !e.s.policy.allows(t) {
 		record(false, 0)
 		return nil, &sandbox.CallError{Kind: "PermissionError", Message: fmt.Sprintf("policy denies calling %s", name)}
+	}
+	if e.s.needsApproval(t) {
+		var err error
+		approval, err = e.approve(ctx, t, name, p.Arguments)
+		if err != nil {
+			record(false, 0)
+			return nil, err
+		}
 	}
 	// Tokens the model wrote into the code become the real values again,
 	// host-side, on their way to the tool.

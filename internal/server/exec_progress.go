@@ -63,7 +63,11 @@ func (s *Server) startProgress(ctx context.Context, req *mcp.CallToolRequest, ns
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				p.send(ctx)
+				// A run that became a task reports in the task's status,
+				// not to the request that has returned.
+				if r := runOf(ctx); r == nil || !r.isTask() {
+					p.send(ctx)
+				}
 			}
 		}
 	}()
@@ -125,13 +129,20 @@ func (p *progress) lines() []string {
 	return out[max(0, len(out)-progressLines):]
 }
 
-func (p *progress) send(ctx context.Context) {
-	elapsed := time.Since(p.start)
-	msg := fmt.Sprintf("running for %.1fs", elapsed.Seconds())
+// message says how long the execution has run and its latest output
+// lines, untokenized: its way out passes the gate.
+func (p *progress) message() string {
+	msg := fmt.Sprintf("running for %.1fs", time.Since(p.start).Seconds())
 	if lines := p.lines(); len(lines) > 0 {
-		// The gate tokenizes the message on its way (gateSending).
 		msg += "; latest output:\n" + strings.Join(lines, "\n")
 	}
+	return msg
+}
+
+func (p *progress) send(ctx context.Context) {
+	elapsed := time.Since(p.start)
+	// The gate tokenizes the message on its way (gateSending).
+	msg := p.message()
 	if err := p.ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 		ProgressToken: p.token, Progress: elapsed.Seconds(), Message: msg,
 	}); err != nil && ctx.Err() == nil {

@@ -111,6 +111,8 @@ type Server struct {
 	replica string
 	log     *slog.Logger
 	mcp     *mcp.Server
+	// tasks are the executions that outlive their requests (tasks.go).
+	tasks *tasks
 }
 
 // DefaultNamespace is the namespace of stdio clients and of HTTP without
@@ -152,6 +154,7 @@ func New(opts Options) (*Server, error) {
 		log = s.log
 	}
 	s.initMetrics()
+	s.tasks = newTasks(s)
 	s.skills = opts.Skills
 	opener, _ := opts.Executor.(SessionOpener)
 	s.sessions = newSessions(opener, opts.Store, opts.Config.Sessions.IdleTimeout, opts.Config.Sessions.MaxPerNamespace, log)
@@ -182,10 +185,13 @@ func New(opts Options) (*Server, error) {
 			b.register(s.mcp)
 		}
 	}
-	// Last, so that it is the outermost: every answer, whatever made it,
-	// passes the gate.
+	// Late, so that it is outside the others: every answer, whatever made
+	// it, passes the gate.
 	s.mcp.AddReceivingMiddleware(s.unlistedTools)
 	s.mcp.AddReceivingMiddleware(s.gateMiddleware)
+	// Outside the gate: a call that becomes a task returns its handle,
+	// and the result it stores has passed the gate.
+	s.mcp.AddReceivingMiddleware(s.taskMiddleware)
 	s.mcp.AddSendingMiddleware(s.gateSending)
 	return s, nil
 }
@@ -216,6 +222,9 @@ func (noUpstreams) Wait(_ context.Context, server string) error {
 // Close ends every session, and closes the workspaces it made. The
 // Executor and Options.Volumes are the caller's to close, after.
 func (s *Server) Close() {
+	if s.store != nil {
+		s.tasks.stopAll("the server stopped while the task ran")
+	}
 	s.sessions.closeAll()
 	s.volOnce.Do(func() {}) // none made after this
 	if s.ownVols {

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,9 +30,28 @@ const maxLine = mcp.DefaultMaxLineLength
 // SDK's transport ends the session, and every interpreter session in it,
 // on the first such message.
 func NewStdioTransport(in io.Reader, out io.Writer) mcp.Transport {
+	return newStdioTransport(nil, in, out)
+}
+
+// StdioTransport is NewStdioTransport for s: it also answers the tasks/*
+// methods (InterceptTaskMessage), in the default namespace.
+func (s *Server) StdioTransport(in io.Reader, out io.Writer) mcp.Transport {
+	return newStdioTransport(s, in, out)
+}
+
+func newStdioTransport(s *Server, in io.Reader, out io.Writer) mcp.Transport {
 	w := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
-	go screen(in, pw, w)
+	pass := func(line []byte) []byte { return line }
+	if s != nil {
+		ctx := context.Background()
+		pass = func(line []byte) []byte {
+			return s.InterceptTaskMessage(ctx, DefaultNamespace, line, func(resp []byte) {
+				w.Write(append(resp, '\n'))
+			})
+		}
+	}
+	go screen(in, pw, w, pass)
 	return &mcp.IOTransport{Reader: pr, Writer: w}
 }
 
@@ -51,8 +71,9 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 func (l *lockedWriter) Close() error { return nil }
 
 // screen copies the messages of in that the SDK can take to pw, one per
-// line, and answers the others itself.
-func screen(in io.Reader, pw *io.PipeWriter, out io.Writer) {
+// line, and answers the others itself; pass sees each message first, and
+// returns what goes on to the SDK (nil for nothing: it answered it).
+func screen(in io.Reader, pw *io.PipeWriter, out io.Writer, pass func([]byte) []byte) {
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, end, err := readLine(r)
@@ -66,6 +87,8 @@ func screen(in io.Reader, pw *io.PipeWriter, out io.Writer) {
 					"error": map[string]any{"code": code, "message": "invalid message: " + problem}}
 				b, _ := json.Marshal(reply)
 				out.Write(append(b, '\n'))
+			} else if line = pass(line); line == nil {
+				// answered
 			} else if _, werr := pw.Write(append(line, '\n')); werr != nil {
 				return
 			}

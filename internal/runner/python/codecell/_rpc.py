@@ -46,9 +46,16 @@ class ToolError(Exception):
         return self.message
 
 
-# The code catches it as servers.ToolError (the generated package re-exports
-# it), so tracebacks name it so rather than by this private module.
+class ApprovalDenied(ToolError):
+    """A person declined a call that needs approval (or could not be asked):
+    the call did not run."""
+
+
+# The code catches them as servers.ToolError and servers.ApprovalDenied (the
+# generated package re-exports them), so tracebacks name them so rather than
+# by this private module.
 ToolError.__module__ = "servers"
+ApprovalDenied.__module__ = "servers"
 
 
 class Image:
@@ -217,6 +224,8 @@ def _result(reply):
     data = err.get("data") or {}
     if kind == "ToolError":
         raise ToolError(message, data.get("server"), data.get("tool"))
+    if kind == "ApprovalDenied":
+        raise ApprovalDenied(message, data.get("server"), data.get("tool"))
     raise _ERRORS.get(kind, RuntimeError)(message)
 
 
