@@ -123,3 +123,22 @@ func testHeldOut(t *testing.T, name string, min float64, maxDestructiveFirst int
 		t.Errorf("%d requests that destroy nothing rank a destructive tool first, want at most %d", destructiveFirst, maxDestructiveFirst)
 	}
 }
+
+// The fourth paraphrase set (testdata/paraphrases4.jsonl, issue 30): 120
+// requests written blind, by someone who read only the three npm servers'
+// published code (testdata/paraphrases4.md), after the search's last change
+// and measured once, as it was handed over: nothing was tuned on it.
+func TestParaphrases4(t *testing.T) {
+	testHeldOut(t, "testdata/paraphrases4.jsonl", minParaphrase4Top3, maxParaphrase4DestructiveFirst)
+}
+
+// On its first run the search reached 106 of 120 (0.883), 80 first, with
+// two requests that destroy nothing ranking a destructive tool first ("find
+// any files with 'remove' in their name", "search your memory for anything
+// about the deleted accounts incident"). The search of 9a971c8, before the
+// idiom reading of intent.go, reached 92 (0.767), 65 first, and 4. The
+// floor is that run less two queries.
+const (
+	minParaphrase4Top3             = 0.86
+	maxParaphrase4DestructiveFirst = 2
+)
