@@ -115,6 +115,11 @@ func (f *fakeAPI) handler() http.Handler {
 	api.HandleFunc("GET /api/v1/upstreams", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"upstreams": upstreams})
 	})
+	api.HandleFunc("GET /api/v1/tasks", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"tasks": []any{map[string]any{"id": "task-abcdef123", "tool": "execute_code",
+			"status": "input_required", "status_message": "running for 3.0s; latest output:\nstep 2", "replica": "r2",
+			"created_at": "2026-01-02T15:04:05Z", "updated_at": "2026-01-02T15:04:08Z"}}})
+	})
 	api.HandleFunc("GET /api/v1/stats", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"total": 60, "ok": 59, "failed": 1,
 			"errors_by_type":  map[string]int{"ZeroDivisionError": 1},
@@ -164,6 +169,7 @@ func TestDashboardAgainstFakeAPI(t *testing.T) {
 		browsertest.WaitText("stats", "60", "ZeroDivisionError 1", "48.8 KB"),
 		browsertest.WaitText("upstreams", "files", "connected", "failed", "connection refused"),
 		browsertest.WaitText("skills", "summarize_csv", "v2", "Summarize a CSV file."),
+		browsertest.WaitText("tasks", "execute_code", "input_required", "task-abc", "r2"),
 		browsertest.WaitText("isolation", "production"),
 		browsertest.WaitText("tools", "files.read_file", "web.fetch"))
 	do("expand an execution",

@@ -35,6 +35,8 @@ type API interface {
 	// Stats is get_execution_stats' structured output.
 	Stats(ctx context.Context, namespace, since string) (any, error)
 	Upstreams(ctx context.Context) (any, error)
+	// Tasks lists the namespace's tasks, newest first.
+	Tasks(ctx context.Context, namespace string) (any, error)
 }
 
 // readyTimeout bounds /readyz's checks: a database that does not answer,
@@ -109,6 +111,9 @@ func addOperational(mux *http.ServeMux, opts Options, cop *http.CrossOriginProte
 	})
 	route("/api/v1/upstreams", func(r *http.Request, _ query) (any, error) {
 		return api.Upstreams(r.Context())
+	})
+	route("/api/v1/tasks", func(r *http.Request, _ query) (any, error) {
+		return api.Tasks(r.Context(), namespaceOf(r))
 	})
 }
 

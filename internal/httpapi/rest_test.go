@@ -64,6 +64,11 @@ func (f *fakeAPI) Upstreams(context.Context) (any, error) {
 	return map[string]any{"upstreams": []any{}}, f.err
 }
 
+func (f *fakeAPI) Tasks(_ context.Context, ns string) (any, error) {
+	f.note("tasks " + ns)
+	return map[string]any{"tasks": []any{}}, f.err
+}
+
 // fieldErr is an error with a Parameter, as server.FieldError.
 type fieldErr struct{ name string }
 

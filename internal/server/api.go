@@ -209,6 +209,41 @@ func (a API) Upstreams(context.Context) (any, error) {
 	return UpstreamsList{Upstreams: a.s.upstreamStates()}, nil
 }
 
+// TaskInfo is a task as /api/v1/tasks lists it.
+type TaskInfo struct {
+	ID            string    `json:"id"`
+	Tool          string    `json:"tool"`
+	Status        string    `json:"status"`
+	StatusMessage string    `json:"status_message,omitempty"`
+	Replica       string    `json:"replica,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+// TasksList is /api/v1/tasks' answer.
+type TasksList struct {
+	Tasks []TaskInfo `json:"tasks"`
+}
+
+// Tasks lists the namespace's tasks, newest first (at most 100), each with
+// its latest state; a task whose replica stopped reads as failed.
+func (a API) Tasks(ctx context.Context, ns string) (any, error) {
+	out := TasksList{Tasks: []TaskInfo{}}
+	if a.s.store == nil {
+		return out, nil
+	}
+	rows, err := a.s.store.ListTasks(ctx, namespace(ns), time.Now(), maxListedTasks)
+	if err != nil {
+		return nil, err
+	}
+	for _, row := range rows {
+		row = a.s.checkAlive(row)
+		out.Tasks = append(out.Tasks, TaskInfo{ID: row.ID, Tool: row.Tool, Status: row.Status, StatusMessage: row.StatusMessage,
+			Replica: row.Replica, CreatedAt: row.CreatedAt, UpdatedAt: lastUpdated(row)})
+	}
+	return out, nil
+}
+
 func namespace(ns string) string {
 	if ns == "" {
 		return DefaultNamespace

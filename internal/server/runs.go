@@ -31,7 +31,7 @@ type run struct {
 
 	mu        sync.Mutex
 	nextAsk   int
-	cancelled bool // a client cancelled it
+	cancelled bool   // a client cancelled it
 	task      string // the id of the task it became
 	waiting   int    // asks under way on a 2025 session
 }

@@ -179,7 +179,7 @@ func (s *Server) awaitRun(ctx context.Context, req *mcp.CallToolRequest, r *run)
 
 // park keeps r, waiting on a, for the client's retry, and returns the
 // input_required result that asks the client a's question.
-func (t *tasks) park(r *run, a *ask) *mcp.CallToolResult {
+func (t *tasks) park(r *run, a *ask) mcp.Result {
 	state := newID()
 	t.mu.Lock()
 	t.parked[state] = &parkedRun{run: r, ask: a}
@@ -194,10 +194,10 @@ func (t *tasks) park(r *run, a *ask) *mcp.CallToolResult {
 			t.mu.Unlock()
 		})
 	}()
-	return &mcp.CallToolResult{
+	return &inputRequired{&mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{a.key: a.params},
 		RequestState:  state,
-	}
+	}}
 }
 
 // resumeParked answers the question a parked run waits on with the retry's

@@ -94,6 +94,19 @@ func lastUpdated(row store.Task) time.Time {
 	return row.UpdatedAt
 }
 
+// inputRequired is a multi round-trip result asking the client for input:
+// the SDK marks its results so only when its own tool handler made them,
+// and this one is made around that handler (awaitRun).
+type inputRequired struct{ *mcp.CallToolResult }
+
+func (r *inputRequired) MarshalJSON() ([]byte, error) {
+	return addFields(r.CallToolResult, func(m map[string]json.RawMessage) error {
+		m["resultType"] = json.RawMessage(`"input_required"`)
+		delete(m, "content") // an input request carries no content
+		return nil
+	})
+}
+
 // initializeWithTasks is a 2025 initialize result that declares the tasks
 // capability, which the SDK's ServerCapabilities has no field for.
 type initializeWithTasks struct{ *mcp.InitializeResult }

@@ -312,6 +312,30 @@
     state.upstreamKey = key;
   }
 
+  // Tasks: executions that outlived their calls.
+
+  async function loadTasks() {
+    let list;
+    try {
+      list = (await api('/api/v1/tasks')).tasks || [];
+    } catch (err) {
+      failed($('tasks'), err);
+      return;
+    }
+    if (!list.length) {
+      show($('tasks'), note('No tasks. An execution becomes one when the host takes tasks and the run is long.'));
+      return;
+    }
+    const cls = { working: 'warn', input_required: 'warn', completed: 'ok', failed: 'bad', cancelled: 'muted' };
+    show($('tasks'), el('table', null,
+      el('thead', null, el('tr', null, el('th', null, 'Task'), el('th', null, 'State'), el('th', null, 'Updated'))),
+      el('tbody', null, ...list.map((k) => el('tr', null,
+        el('td', null, el('code', { title: k.id }, k.tool), el('div', { class: 'muted small' }, k.id.slice(0, 8) + (k.replica ? ' · ' + k.replica : ''))),
+        el('td', null, el('span', { class: 'state ' + (cls[k.status] || 'muted') }, k.status),
+          k.status_message ? el('div', { class: 'small' }, firstLine(k.status_message, 120)) : null),
+        el('td', null, el('time', { class: 'muted', datetime: k.updated_at }, fmtTime(k.updated_at))))))));
+  }
+
   // Executions.
 
   async function loadExecutions() {
@@ -416,6 +440,7 @@
         el('table', null, el('tbody', null, ...calls.map((c) => el('tr', null,
           el('td', null, el('code', null, c.name)),
           el('td', null, el('span', { class: 'state ' + (c.ok ? 'ok' : 'bad') }, c.ok ? 'ok' : 'failed')),
+          el('td', { class: 'muted' }, c.approval ? 'approval: ' + c.approval : ''),
           el('td', { class: 'num' }, fmtMS(c.duration_ms))))))) : null,
       meta ? note(meta) : null);
     return el('details', { class: 'exec ' + (bad ? 'failed' : 'ok'), 'data-id': e.id, open }, summary, body);
@@ -591,7 +616,7 @@
     }
     state.refreshing = true;
     try {
-      await Promise.allSettled([loadStats(), loadUpstreams(), loadExecutions(), loadSkills()]);
+      await Promise.allSettled([loadStats(), loadUpstreams(), loadExecutions(), loadSkills(), loadTasks()]);
       if (!state.stats) {
         // Without stats, the newest execution still tells the isolation.
         const newest = sortedExecs()[0];
