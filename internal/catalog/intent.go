@@ -3,6 +3,10 @@ package catalog
 import (
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/codecell/codecell/internal/editdist"
 )
 
 // What a request's wording says beyond its words one by one: idioms of the
@@ -117,6 +121,7 @@ var phrases = []struct {
 	{[]string{"relating", "to"}, "about"},
 	{[]string{"in", "relation", "to"}, "about"},
 	{[]string{"with", "regard", "to"}, "about"},
+	{[]string{"knowledge", "base"}, "knowledge graph"},
 	{[]string{"how", "big"}, "size info"},
 	{[]string{"how", "large"}, "size info"},
 	{[]string{"how", "heavy"}, "size info"},
@@ -165,8 +170,13 @@ const recallWord = "recallmemory"
 // relation, severVerbs) by what they mean, and a memory verb said of the
 // one asked or of what is kept ("what you know", "anything stored") by
 // recallWord; it leaves out what a request says to keep ("but keep both
-// nodes") and the name after a word of naming ("a folder named trash"). Words keep their case and punctuation
-// otherwise, for the proper names and file names read afterwards.
+// nodes") and the name after a word of naming ("a folder named trash").
+// A verb of seeing a file becomes "read" (seesFile), a question of what a
+// file or folder holds "read" or "list files in" (contentsQuestion), a
+// change with a file named "edit", making a node or file "create", and a
+// record after a determiner an entity. Words keep their case and
+// punctuation otherwise, for the proper names and file names read
+// afterwards.
 func rewrite(text string) string {
 	fields := strings.Fields(text)
 	low := make([]string, len(fields))
@@ -198,6 +208,35 @@ func rewrite(text string) string {
 			i += n - 1
 			continue
 		}
+		if p, n := contentsQuestion(fields[i:], low[i:]); n > 0 {
+			out = append(out, p)
+			i += n - 1
+			continue
+		}
+		switch {
+		case seesFile(fields[i:], low[i:]):
+			// "open package.json", "shwo me notes.txt": to see a
+			// file is to read it; no memory node is opened, and
+			// nothing is shown as an edit's diff is.
+			out = append(out, "read")
+			continue
+		case editVerbs[low[i]] && namesFile(fields):
+			// "in the Dockerfile, bump node from 18 to 20": a
+			// change to a file is an edit of it.
+			out = append(out, "edit")
+			continue
+		case createVerbs[low[i]] && createsThing(low[i+1:]):
+			// "make nodes for our projects", "add an entity for
+			// Bob": to make a thing is to create it ("add a note
+			// to Bob's entry" adds to one that is).
+			out = append(out, "create")
+			continue
+		case (low[i] == "record" || low[i] == "records") && i > 0 && determiners[low[i-1]]:
+			// "the exact records named ...": a record is a stored
+			// thing, an entity, not the verb of storing one.
+			out = append(out, "entity")
+			continue
+		}
 		if namingWords[low[i]] && i+1 < len(fields) {
 			// "a folder named trash": the name is no word of the
 			// request.
@@ -205,7 +244,10 @@ func rewrite(text string) string {
 			i++
 			continue
 		}
-		if memoryVerbs[low[i]] && low[i] != "have" && low[i] != "got" && (saidOfHearer(low[:i]) || keptParticiple(low[:i], low[i])) {
+		if memoryVerbs[low[i]] && (low[i] != "have" && low[i] != "got" || i+1 < len(low) && topicWords[low[i+1]]) && (saidOfHearer(low[:i]) || keptParticiple(low[:i], low[i])) {
+			// "have" and "got" keep something in mind only when what
+			// they keep is about something: "what you've got on
+			// Acme", not "do you have a tool for ...".
 			out = append(out, recallWord)
 			continue
 		}
@@ -235,14 +277,252 @@ var edgeNouns = map[string]bool{
 var namingWords = map[string]bool{"named": true, "called": true, "titled": true, "entitled": true}
 
 // phraseAt returns what the phrase words start with means, and how many
-// words it takes; 0 if none.
+// words it takes; 0 if none. A phrasal verb of two words may have its
+// object, a pronoun, between them: "jot that down", "pull it up".
 func phraseAt(words []string) (string, int) {
 	for _, p := range phrases {
 		if len(words) >= len(p.words) && equalWords(words[:len(p.words)], p.words) {
 			return p.means, len(p.words)
 		}
+		if len(p.words) == 2 && len(words) >= 3 && words[0] == p.words[0] && objectPronouns[words[1]] && words[2] == p.words[1] {
+			return p.means, 3
+		}
 	}
 	return "", 0
+}
+
+// objectPronouns may stand between a phrasal verb and its particle.
+var objectPronouns = map[string]bool{"it": true, "that": true, "this": true, "them": true, "these": true, "those": true}
+
+// topicWords come before what something is about: "what you have on
+// Acme", "anything about the incident".
+var topicWords = map[string]bool{"on": true, "about": true, "regarding": true, "concerning": true}
+
+// dropTopic leaves out of text what it says something is about, up to the
+// end of its clause: "search memory for anything about the deleted accounts
+// incident" asks to search, and the deletion is the topic, not a request.
+func dropTopic(text string) string {
+	low := strings.ToLower(text)
+	if !strings.Contains(low, "about") && !strings.Contains(low, "regarding") && !strings.Contains(low, "concerning") {
+		return text
+	}
+	fields := strings.Fields(text)
+	out := fields[:0:0]
+	topic := false
+	for _, f := range fields {
+		w := strings.ToLower(f)
+		if !topic {
+			out = append(out, f)
+		}
+		switch {
+		case w == "about" || w == "regarding" || w == "concerning":
+			topic = true
+		case strings.ContainsAny(f[len(f)-1:], ",.;:!?"):
+			topic = false
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// quoteMarks pairs each opening quotation mark with its closing ones.
+var quoteMarks = map[rune]string{'\'': "'’", '"': "\"”", '`': "`", '‘': "’", '“': "”"}
+
+// dropQuoted takes out of text what it quotes in plain words after its
+// first word: "find files with 'remove' in their name" searches for the
+// word, it asks for no removal; "strike 'prefers tea' from Carol" names
+// what to strike. Quoted patterns, paths and file names ("'*.md'",
+// "'s/v1/v2/'") stay, for what they say of files. It returns the rest and
+// how many of the quotes were names ("'Acme Corp'"), capitalized.
+func dropQuoted(text string) (rest string, names int) {
+	if !strings.ContainsAny(text, "'\"`‘“") {
+		return text, 0
+	}
+	fields := strings.Fields(text)
+	out := fields[:0:0]
+	for i := 0; i < len(fields); i++ {
+		open, _ := utf8.DecodeRuneInString(fields[i])
+		closers, ok := quoteMarks[open]
+		end := -1
+		if ok && i > 0 {
+			for j := i; j < len(fields) && j < i+8; j++ {
+				w := strings.TrimRight(fields[j], ",.;:!?)")
+				if j == i {
+					w = w[utf8.RuneLen(open):]
+				}
+				last, size := utf8.DecodeLastRuneInString(w)
+				if size > 0 && strings.ContainsRune(closers, last) && (j > i || len(w) > size) {
+					end = j
+					break
+				}
+			}
+		}
+		if end < 0 {
+			out = append(out, fields[i])
+			continue
+		}
+		plain, name := true, false
+		for _, f := range fields[i : end+1] {
+			w := strings.TrimRight(strings.Trim(f, "'\"`‘’“”"), ",.;:!?)")
+			w = strings.Trim(w, "'\"`‘’“”")
+			for _, r := range w {
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '-' && r != '’' {
+					plain = false
+				}
+			}
+			if isCapitalized(strings.TrimSuffix(w, "'s")) {
+				name = true
+			}
+		}
+		if !plain {
+			out = append(out, fields[i])
+			continue
+		}
+		if name {
+			names++
+		}
+		i = end
+	}
+	return strings.Join(out, " "), names
+}
+
+// seeVerbs ask to see what their object holds: said of a file, to read it.
+// "open" is one of them for a file, not for a memory node.
+var seeVerbs = func() map[string]bool {
+	m := map[string]bool{"open": true, "load": true}
+	for w := range showVerbs {
+		m[w] = true
+	}
+	return m
+}()
+
+// seesFile reports whether words start with a verb of seeing (seeVerbs, or
+// a typo of one: "shwo", "dispaly") whose object, within the next few
+// words, is a file name that is not where something goes ("print the
+// summary into out.txt", "echo hi > notes.txt").
+func seesFile(fields, low []string) bool {
+	if !seeVerbs[low[0]] && !typoOf(low[0], seeVerbs) {
+		return false
+	}
+	for j := 1; j < len(fields) && j <= 4; j++ {
+		if destinationWords[low[j]] || strings.HasPrefix(fields[j], ">") {
+			return false
+		}
+		if isFileName(fields[j]) {
+			return true
+		}
+	}
+	return false
+}
+
+// typoOf reports whether w, no word of English, is one edit (a
+// transposition counts once) from a word of verbs of four letters or more.
+func typoOf(w string, verbs map[string]bool) bool {
+	if len(w) < 4 {
+		return false
+	}
+	if ts := terms(w); len(ts) != 1 || isEnglish(ts[0]) {
+		return false
+	}
+	for v := range verbs {
+		if len(v) >= 4 && editdist.Bounded(w, v, 1) <= 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// isFileName reports whether a word is a file name, as fileNames reads one.
+func isFileName(f string) bool {
+	_, n, _, _ := fileNames(f)
+	return n > 0
+}
+
+// namesFile reports whether a request names a file.
+func namesFile(fields []string) bool {
+	return slices.ContainsFunc(fields, isFileName)
+}
+
+// containerNouns name what holds files.
+var containerNouns = map[string]bool{
+	"folder": true, "folders": true, "directory": true, "directories": true, "dir": true, "subfolder": true,
+}
+
+// contentsQuestion reads a question of what something holds ("what's in
+// notes.txt", "whats inside ~/src", "what files are in the downloads
+// folder"): of a file, it asks to read it; of a folder, to list it. It
+// returns what the question means and how many words it takes; 0 when
+// words start no such question or its object is neither.
+func contentsQuestion(fields, low []string) (string, int) {
+	n := 0
+	switch {
+	case len(low) > 1 && (low[0] == "what's" || low[0] == "whats"):
+		n = 1
+	case len(low) > 2 && low[0] == "what" && (low[1] == "is" || low[1] == "exactly"):
+		n = 2
+	case len(low) > 3 && (low[0] == "what" || low[0] == "which") && (low[1] == "files" || low[1] == "stuff" || low[1] == "things") && (low[2] == "are" || low[2] == "is"):
+		n = 3
+	default:
+		return "", 0
+	}
+	if low[n] != "in" && low[n] != "inside" && low[n] != "within" {
+		return "", 0
+	}
+	n++
+	for j := n; j < len(fields) && j <= n+3; j++ {
+		switch {
+		case isFileName(fields[j]):
+			return "read", n
+		case containerNouns[low[j]] || isDirPath(strings.Trim(fields[j], "\"'`,;:!?")):
+			return "list files in", n
+		}
+	}
+	return "", 0
+}
+
+// editVerbs change what is in something: said with a file name, they ask
+// to edit the file. "replace" is left out: "replace notes.txt with this"
+// writes it over.
+var editVerbs = map[string]bool{
+	"change": true, "bump": true, "update": true, "modify": true, "alter": true,
+	"tweak": true, "fix": true, "patch": true, "adjust": true, "amend": true,
+	"correct": true, "swap": true, "upgrade": true, "downgrade": true,
+	"increase": true, "decrease": true, "raise": true, "lower": true,
+	"uncomment": true, "comment": true, "rewrite": true, "revise": true,
+}
+
+// createVerbs make something when their object is a thing (createsThing).
+var createVerbs = map[string]bool{"make": true, "add": true, "build": true, "start": true}
+
+// thingNouns are the things a request makes: stored things and files.
+var thingNouns = map[string]bool{
+	"node": true, "nodes": true, "entity": true, "entities": true,
+	"record": true, "records": true, "entry": true, "entries": true,
+	"folder": true, "folders": true, "directory": true, "directories": true,
+	"file": true, "files": true,
+}
+
+// createsThing reports whether the words after a verb of createVerbs are
+// its object and one of thingNouns: "make nodes for", "add three new
+// entities", not "add a note to her entry".
+func createsThing(after []string) bool {
+	for j := 0; j < len(after) && j < 4; j++ {
+		w := after[j]
+		switch {
+		case thingNouns[w]:
+			return true
+		case destinationWords[w] || topicWords[w] || w == "for" || w == "in" || w == "as":
+			return false
+		}
+	}
+	return false
+}
+
+// determiners come before a noun: "the records", "those exact entries".
+var determiners = map[string]bool{
+	"the": true, "a": true, "an": true, "my": true, "your": true, "our": true, "their": true,
+	"his": true, "her": true, "its": true, "this": true, "that": true, "these": true,
+	"those": true, "any": true, "all": true, "every": true, "each": true, "exact": true,
+	"specific": true, "stored": true, "saved": true,
 }
 
 func equalWords(a, b []string) bool {
@@ -361,7 +641,7 @@ func fileRoles(text string) (shown, written bool) {
 	show := false
 	for i, f := range fields {
 		w := strings.ToLower(strings.Trim(f, "\"'`()[]{},;:!?."))
-		if showVerbs[w] {
+		if seeVerbs[w] || typoOf(w, seeVerbs) {
 			show = true
 		}
 		if !strings.ContainsRune(f, '.') && !wellKnownFiles[w] {

@@ -17,7 +17,26 @@ func TestRewrite(t *testing.T) {
 		{"cut the tie between Ann and Bo", "unlink the tie between Ann and Bo"},
 		{"remove the edge from Ann to Bo", "remove unlink the edge from Ann to Bo"},
 		{"delete the edge but keep both nodes", "delete unlink the edge"},
-		{"make a folder named trash", "make a folder named"},
+		{"make a folder named trash", "create a folder named"},
+		{"write it down", "note"},
+		{"pull that up for me", "open for me"},
+		{"opne README.md", "read README.md"},
+		{"show me what's inside out.md", "read me read out.md"},
+		{"print the summary into out.md", "print the summary into out.md"},
+		{"echo hi > out.txt", "echo hi > out.txt"},
+		{"open the node for Alice", "open the node for Alice"},
+		{"in main.go, change the port to 8080", "in main.go, edit the port to 8080"},
+		{"change the port to 8080", "change the port to 8080"},
+		{"add two new entities for Bo", "create two new entities for Bo"},
+		{"add a note to her entry", "add a note to her entry"},
+		{"what's inside src/", "list files in src/"},
+		{"which files are in the tmp folder", "list files in the tmp folder"},
+		{"whats in go.mod", "read go.mod"},
+		{"what is in your head", "what is in your head"},
+		{"load the exact records named x", "load the exact entity named"},
+		{"what have you got on Initech", "what have you " + recallWord + " on Initech"},
+		{"do you have a tool for this", "do you have a tool for this"},
+		{"search the knowledge base", "search the knowledge graph"},
 	} {
 		if got := rewrite(tc.in); got != tc.want {
 			t.Errorf("rewrite(%q) = %q, want %q", tc.in, got, tc.want)
@@ -37,6 +56,45 @@ func TestDropReported(t *testing.T) {
 	} {
 		if got := dropReported(tc.in); got != tc.want {
 			t.Errorf("dropReported(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestDropTopic(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"search memory for anything about the deleted accounts incident", "search memory for anything about"},
+		{"notes about removed users, then delete Bob", "notes about then delete Bob"},
+		{"delete Bob", "delete Bob"},
+	} {
+		if got := dropTopic(tc.in); got != tc.want {
+			t.Errorf("dropTopic(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestDropQuoted(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		names    int
+	}{
+		{"find files with 'remove' in their name", "find files with in their name", 0},
+		{"strike 'prefers morning meetings' from Carol", "strike from Carol", 0},
+		{`open "Acme Corp" and ‘Globex Inc.’`, "open and", 2},
+		{"find . -name '*.md'", "find . -name '*.md'", 0},
+		{"sed -i 's/v1/v2/' version.txt", "sed -i 's/v1/v2/' version.txt", 0},
+		{"'quoted' at the start", "'quoted' at the start", 0},
+		{"what's in Sarah's entry", "what's in Sarah's entry", 0},
+	} {
+		if got, names := dropQuoted(tc.in); got != tc.want || names != tc.names {
+			t.Errorf("dropQuoted(%q) = %q, %d, want %q, %d", tc.in, got, names, tc.want, tc.names)
+		}
+	}
+}
+
+func TestTypoOf(t *testing.T) {
+	for w, want := range map[string]bool{"shwo": true, "dispaly": true, "show": false, "shop": false, "see": false} {
+		if got := typoOf(w, seeVerbs); got != want {
+			t.Errorf("typoOf(%q) = %v, want %v", w, got, want)
 		}
 	}
 }
@@ -74,6 +132,8 @@ func TestFileRoles(t *testing.T) {
 		{"save the summary to notes.md", false, true},
 		{"print the summary into out.txt", false, true},
 		{"read notes.md", false, false},
+		{"open package.json", true, false},
+		{"shwo me notes.txt", true, false},
 	} {
 		if shown, written := fileRoles(tc.in); shown != tc.shown || written != tc.written {
 			t.Errorf("fileRoles(%q) = %v, %v, want %v, %v", tc.in, shown, written, tc.shown, tc.written)

@@ -70,6 +70,9 @@ var relatedWords = map[string][]string{
 	"load": {"read"}, "open": {"read", "open"}, "view": {"read", "show"},
 	"several": {"multiple"}, "many": {"multiple"}, "batch": {"multiple"}, "once": {"multiple", "simultaneously"},
 	"locate": {"search"}, "mention": {"search", "query"},
+	// A thing that may be anywhere is searched for ("is there a .env
+	// anywhere in the repo?").
+	"anywhere": {"search"}, "somewhere": {"search"}, "wherever": {"search"},
 	"mentions": {"search", "query"}, "csv": {"file", "pattern"},
 	// Remembering: the knowledge graph.
 	// ("recallmemory" stands for a memory verb said of the one asked,
@@ -81,7 +84,11 @@ var relatedWords = map[string][]string{
 	"remembered": {"observation", "memory"}, "stored": {"graph", "knowledge"},
 	"record": {"create", "add", "log"},
 	"works":  {"relation"}, "longer": {"delete"}, "anymore": {"delete"},
-	"customer": {"entity"}, "dump": {"read", "entire", "all"},
+	"customer": {"entity"}, "dump": {"read", "entire", "all"}, "export": {"read", "entire", "all"},
+	"every": {"all", "entire"},
+	// To update a file is to edit it; to update what is kept about
+	// something, to add to it.
+	"update":     {"edit", "add"},
 	"everything": {"entire", "all", "complete"}, "anything": {"all"}, "whole": {"entire", "all", "complete"},
 	// Relations between things are edges, links, ties, connections; to
 	// sever one is to delete a relation, not the things it joins.
@@ -95,7 +102,7 @@ var relatedWords = map[string][]string{
 	"drop": {"delete", "remove"}, "wipe": {"delete"}, "erase": {"delete"}, "discard": {"delete"},
 	"purge": {"delete"}, "scrub": {"delete"}, "retract": {"delete"}, "expunge": {"delete"},
 	"eliminate": {"delete"}, "obliterate": {"delete"}, "nuke": {"delete"}, "trash": {"delete"},
-	"ditch": {"delete"}, "scrap": {"delete"}, "rid": {"delete"},
+	"ditch": {"delete"}, "scrap": {"delete"}, "rid": {"delete"}, "strike": {"delete"},
 	// Writing over a file.
 	"clobber": {"overwrite", "write"}, "overwrite": {"write"}, "replace": {"overwrite"},
 	"insert": {"edit"}, "prepend": {"edit"}, "append": {"edit"},

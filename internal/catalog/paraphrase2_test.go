@@ -49,8 +49,9 @@ func TestParaphrases2(t *testing.T) {
 // (trigger-sampling-request-async, trigger-elicitation-request-async),
 // which upstream_tools.json does not hold: they count as misses.
 
-// minParaphrase3Top3 is what the search reaches, less two queries: 115 of
-// 121 (0.950), 80 first. On its first, untouched run it reached 91 (0.752),
+// minParaphrase3Top3 is what the search reached, less two queries: 115 of
+// 121 (0.950), 80 first; the step written from the fourth set's misses
+// took it to 116 (0.959), 83 first. On its first, untouched run it reached 91 (0.752),
 // 69 first; the search before WordNet, file names and proper names 84
 // (0.694), 60 first.
 const minParaphrase3Top3 = 0.93
@@ -126,8 +127,8 @@ func testHeldOut(t *testing.T, name string, min float64, maxDestructiveFirst int
 
 // The fourth paraphrase set (testdata/paraphrases4.jsonl, issue 30): 120
 // requests written blind, by someone who read only the three npm servers'
-// published code (testdata/paraphrases4.md), after the search's last change
-// and measured once, as it was handed over: nothing was tuned on it.
+// published code (testdata/paraphrases4.md), and measured first as it was
+// handed over, before anything was tuned on it (see below).
 func TestParaphrases4(t *testing.T) {
 	testHeldOut(t, "testdata/paraphrases4.jsonl", minParaphrase4Top3, maxParaphrase4DestructiveFirst)
 }
@@ -136,9 +137,39 @@ func TestParaphrases4(t *testing.T) {
 // two requests that destroy nothing ranking a destructive tool first ("find
 // any files with 'remove' in their name", "search your memory for anything
 // about the deleted accounts incident"). The search of 9a971c8, before the
-// idiom reading of intent.go, reached 92 (0.767), 65 first, and 4. The
-// floor is that run less two queries.
+// idiom reading of intent.go, reached 92 (0.767), 65 first, and 4.
+//
+// After that first run this set's misses were looked at, and the next step
+// was written from them: a verb of seeing (or a typo of one) whose object
+// is a file reads it, "what's in" a file reads it and in a folder lists
+// it, a change with a file named edits it, "make"/"add" with a node or
+// entity creates one, separable phrasal verbs ("jot that down"), quoted
+// words and what something is "about" are no requests to destroy, and
+// lexicon words ("anywhere", "strike", "export", "update"). It reaches 119
+// (0.992), 88 first, and none; so this set no longer measures the search
+// as held out either (a fifth set, written blind, does). Its one miss:
+// "what's the weather in Chicago right now?" (get-structured-content says
+// nothing of weather but in its output schema, which is not indexed). The
+// floor is 117, that less two queries.
 const (
-	minParaphrase4Top3             = 0.86
-	maxParaphrase4DestructiveFirst = 2
+	minParaphrase4Top3             = 0.97
+	maxParaphrase4DestructiveFirst = 0
+)
+
+// The fifth paraphrase set (testdata/paraphrases5.jsonl, issue 30): 120
+// requests written blind like the fourth (testdata/paraphrases5.md), while
+// the search was changed for set 4's misses, and measured once, after:
+// nothing was tuned on it.
+func TestParaphrases5(t *testing.T) {
+	testHeldOut(t, "testdata/paraphrases5.jsonl", minParaphrase5Top3, maxParaphrase5DestructiveFirst)
+}
+
+// On that run the search reached 108 of 120 (0.900, the issue's goal),
+// 91 first, with one request that destroys nothing ranking a destructive
+// tool first ("Rename delete_me.txt to keep_me.txt, I changed my mind and
+// don't want to remove it"). The search of 9a971c8 reached 89 (0.742), 70
+// first, and 5. The floor is that run less two queries.
+const (
+	minParaphrase5Top3             = 0.88
+	maxParaphrase5DestructiveFirst = 1
 )

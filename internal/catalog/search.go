@@ -308,11 +308,13 @@ func (c *Catalog) rank(text string, server int32, top int) ([]scored, int) {
 		return nil, 0
 	}
 	// Whether it asks to destroy, by what it does not say not to do:
-	// "don't forget" still asks for memory, but for no deletion. WordNet's
+	// "don't forget" still asks for memory, but for no deletion; nor does
+	// a deletion it reports, quotes ("files with 'remove' in their name")
+	// or names as a topic ("anything about the deleted accounts"). WordNet's
 	// looser relations do not count: "dump" is a way to "remove" there,
 	// but "dump the report into out/report.md" destroys nothing.
 	kept, keptSyn := direct, synonym
-	if asked := dropNegated(dropReported(text)); asked != text {
+	if asked, _ := dropQuoted(dropTopic(dropNegated(dropReported(text)))); asked != text {
 		_, kept, keptSyn, _ = c.concepts(asked)
 	}
 	destroys := c.asksToDestroy(kept, keptSyn)

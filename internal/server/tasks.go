@@ -57,6 +57,12 @@ const (
 	taskKeep = time.Hour
 	// maxListedTasks bounds tasks/list.
 	maxListedTasks = 100
+	// maxLiveTasks bounds the tasks one namespace runs at once on a
+	// replica: a call returns at once as a task, so without a bound one
+	// client could start executions without end.
+	maxLiveTasks = 32
+	// taskSweep is how often expired task records are deleted.
+	taskSweep = 10 * time.Minute
 )
 
 // taskGen names a task's protocol generation.
@@ -70,9 +76,10 @@ const (
 type tasks struct {
 	s *Server
 
-	mu     sync.Mutex
-	live   map[string]*liveTask // by task id
-	parked map[string]*parkedRun
+	mu        sync.Mutex
+	live      map[string]*liveTask // by task id
+	parked    map[string]*parkedRun
+	lastSweep time.Time
 }
 
 type liveTask struct {
@@ -225,6 +232,20 @@ func (s *Server) resumeParked(ctx context.Context, req *mcp.CallToolRequest, ns,
 // returned; pending is a question r already waits on, or nil.
 func (t *tasks) adopt(ctx context.Context, r *run, gen string, pending *ask) (mcp.Result, error) {
 	now := time.Now()
+	if t.liveIn(r.ns) >= maxLiveTasks {
+		if gen == gen2025 {
+			r.stop()
+			<-r.done
+			return nil, fmt.Errorf("this namespace runs %d tasks already, the most it may; wait for one to end (tasks/get) or cancel one", maxLiveTasks)
+		}
+		// A 2026 call waits for its result as a call without tasks does.
+		if pending != nil {
+			pending.refuse(fmt.Errorf("this namespace runs %d tasks already, the most it may", maxLiveTasks))
+		}
+		<-r.done
+		return r.res, r.err
+	}
+	t.sweep(now)
 	id := newID()
 	row := store.Task{ID: id, Namespace: r.ns, Tool: r.tool, Generation: gen, Status: store.TaskWorking,
 		CreatedAt: now, TTL: t.ttl()}
@@ -262,6 +283,36 @@ func (t *tasks) adopt(ctx context.Context, r *run, gen string, pending *ask) (mc
 		return &legacyTaskCreated{Task: legacyTask(row)}, nil
 	}
 	return &taskCreated{task: modernTask(row, false)}, nil
+}
+
+// liveIn counts the tasks this replica runs for ns.
+func (t *tasks) liveIn(ns string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, lt := range t.live {
+		if lt.run.ns == ns {
+			n++
+		}
+	}
+	return n
+}
+
+// sweep deletes the records whose ttl passed, every taskSweep at most.
+func (t *tasks) sweep(now time.Time) {
+	t.mu.Lock()
+	due := now.Sub(t.lastSweep) >= taskSweep
+	if due {
+		t.lastSweep = now
+	}
+	t.mu.Unlock()
+	if due {
+		go func() {
+			if err := t.s.store.DeleteExpiredTasks(context.Background(), now); err != nil {
+				t.s.log.Warn("task: sweep", "error", err)
+			}
+		}()
+	}
 }
 
 // ttl is how long a task's record is kept from its creation.

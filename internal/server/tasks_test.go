@@ -310,3 +310,34 @@ func TestTasksAcrossReplicas(t *testing.T) {
 		t.Errorf("FailReplicaTasks: %d, %v", n, err)
 	}
 }
+
+// TestTasksBound: a namespace runs at most maxLiveTasks tasks at once; a
+// 2025 call past that fails saying so, and once they end, tasks start
+// again.
+func TestTasksBound(t *testing.T) {
+	hold := make(chan struct{})
+	st := openStore(t, filepath.Join(t.TempDir(), "c.db"), "")
+	s := taskServer(t, st, gatedExec(hold))
+	c := newRawClient(t, s)
+	result(t, c.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "t", "version": "1"}}))
+	c.notify("notifications/initialized")
+	start := func() map[string]any {
+		return c.call("tools/call", map[string]any{"name": "execute_code",
+			"arguments": map[string]any{"code": "work()"}, "task": map[string]any{}})
+	}
+	for i := range maxLiveTasks {
+		if r := start(); r["result"] == nil {
+			t.Fatalf("task %d: %v", i, r)
+		}
+	}
+	over := start()
+	if e, _ := over["error"].(map[string]any); e == nil || !strings.Contains(e["message"].(string), "tasks already") {
+		t.Errorf("task %d: %v", maxLiveTasks+1, over)
+	}
+	close(hold)
+	waitFor(t, time.Minute, "the tasks end", func() bool { return s.tasks.liveIn(DefaultNamespace) == 0 })
+	if r := start(); r["result"] == nil {
+		t.Errorf("after the tasks ended: %v", r)
+	}
+}
