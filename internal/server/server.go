@@ -177,8 +177,15 @@ func New(opts Options) (*Server, error) {
 	if err := s.RefreshTools(); err != nil {
 		return nil, err
 	}
+	// The SDK's own default (logging), and the tasks extension for
+	// 2026-07-28 clients when there is a store to keep tasks in (2025
+	// clients see the tasks capability: taskMiddleware).
+	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+	if s.store != nil {
+		caps.AddExtension(tasksExtension, nil)
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codecell", Title: "codecell", Version: version},
-		&mcp.ServerOptions{Instructions: Instructions(opts.Packages), Logger: SDKLogger(log), SetCacheable: setCacheHints})
+		&mcp.ServerOptions{Instructions: Instructions(opts.Packages), Logger: SDKLogger(log), SetCacheable: setCacheHints, Capabilities: caps})
 	s.addResources()
 	for _, b := range s.builtins {
 		if b.listed(opts.Config.Toolsets) {

@@ -249,14 +249,14 @@ func (t *tasks) adopt(ctx context.Context, r *run, gen string, pending *ask) (mc
 	id := newID()
 	row := store.Task{ID: id, Namespace: r.ns, Tool: r.tool, Generation: gen, Status: store.TaskWorking,
 		CreatedAt: now, TTL: t.ttl()}
-	var asked map[string]*ask
+	asked := map[string]*ask{}
 	if pending != nil {
 		reqs, err := t.inputRequests(ctx, r.ns, pending)
 		if err != nil {
 			pending.refuse(err)
 		} else {
 			row.Status, row.InputRequests = store.TaskInputRequired, reqs
-			asked = map[string]*ask{pending.key: pending}
+			asked[pending.key] = pending
 		}
 	}
 	if err := t.s.store.CreateTask(context.WithoutCancel(ctx), row); err != nil {
