@@ -566,6 +566,25 @@ func (m *Manager) Refresh(workspace string) {
 	m.dropIdle(workspace, target{})
 }
 
+// Release gives back what the Manager holds for workspace, which its
+// caller knows runs nothing now and holds no session: its warm sandboxes
+// of every kind and interpreter (as Refresh: one still starting is killed
+// when it is ready), and what the pool remembered of it. Its next
+// execution starts a sandbox cold, and the pool grows again from there.
+func (m *Manager) Release(workspace string) {
+	m.Refresh(workspace)
+	m.mu.Lock()
+	for tg := range m.demand {
+		if tg.workspace == workspace {
+			delete(m.demand, tg)
+		}
+	}
+	m.mu.Unlock()
+	m.dirMu.Lock()
+	delete(m.prepared, workspace)
+	m.dirMu.Unlock()
+}
+
 // PrepareDir makes sure a directory a sandbox writes (a workspace, an
 // environment) exists and that the sandbox user
 // can reach and write it.

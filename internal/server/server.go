@@ -94,6 +94,7 @@ type Server struct {
 	// sessions are the live interpreters of execute_code's session_id.
 	sessions *sessions
 	activity activity        // executions under way, for TrimWhenIdle
+	tenants  tenants         // each namespace's use, for ReleaseIdle
 	skills   *skills.Manager // nil: no skills
 	// builtins are codecell's own tools, listed or not; set by New.
 	builtins []*builtin
@@ -152,6 +153,7 @@ func New(opts Options) (*Server, error) {
 		log = s.log
 	}
 	s.initMetrics()
+	s.tenants.idle = opts.Config.Sandbox.NamespaceIdle
 	s.skills = opts.Skills
 	opener, _ := opts.Executor.(SessionOpener)
 	s.sessions = newSessions(opener, opts.Store, opts.Config.Sessions.IdleTimeout, opts.Config.Sessions.MaxPerNamespace, log)
