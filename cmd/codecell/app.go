@@ -171,6 +171,8 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		PoolSize: sb.Pool,
 		// config's 0 (keep none warm when idle) is Options' negative.
 		IdlePoolSize: cmp.Or(sb.IdlePool, -1),
+		WarmLimit:    sb.WarmLimit,
+		WarmMemory:   sb.WarmMemory,
 		Preload:      sb.Preload,
 		Seccomp:      prog,
 		GenDir:       genDir,
