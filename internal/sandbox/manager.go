@@ -89,8 +89,8 @@ type Manager struct {
 	kindMem  map[bool]int64
 	lastUsed map[string]int64
 	closed   bool
-	stop   chan struct{}  // closed by Close: ends the trimmer
-	wg     sync.WaitGroup // refill goroutines, kills of dead idle sandboxes and hardened teardowns (goTracked in gvisor.go)
+	stop     chan struct{}  // closed by Close: ends the trimmer
+	wg       sync.WaitGroup // refill goroutines, kills of dead idle sandboxes and hardened teardowns (goTracked in gvisor.go)
 
 	errMu   sync.Mutex
 	errTail bytes.Buffer // the last sandbox stderr, for start errors
