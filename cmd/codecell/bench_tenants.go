@@ -58,9 +58,13 @@ func benchTenants(ctx context.Context, g *globals, self, root string, n int, idl
 		return err
 	}
 	pid := cmd.Process.Pid
-	logf := func(format string, args ...any) { fmt.Fprintf(g.stderr, "codecell bench --tenants: "+format+"\n", args...) }
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(g.stderr, "codecell bench --tenants: "+format+"\n", args...)
+	}
 	var figs []benchFigure
-	fig := func(name string, v float64, unit string) { figs = append(figs, benchFigure{Name: name, Value: v, Unit: unit}) }
+	fig := func(name string, v float64, unit string) {
+		figs = append(figs, benchFigure{Name: name, Value: v, Unit: unit})
+	}
 	tree := func(when string) (int64, int) {
 		pss, procs := proc.TreePSS(pid)
 		fig(fmt.Sprintf("%d namespaces: server tree PSS, %s", n, when), float64(pss)/(1<<20), "MB")
