@@ -109,6 +109,18 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 	if err := os.MkdirAll(dataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	// What a predecessor killed with SIGKILL left mounted (workspace
+	// images and their loop devices) goes before this process mounts
+	// anything; images a live process on the data dir uses stay.
+	if os.Geteuid() == 0 {
+		left, err := workspace.ReleaseLeftovers(dataDir)
+		if n := len(left.Unmounted) + len(left.Detached); n > 0 {
+			log.Info("released the workspace mounts a killed process left", "unmounted", len(left.Unmounted), "loop_devices", len(left.Detached))
+		}
+		if err != nil {
+			log.Warn("release the workspace mounts a killed process left", "error", err)
+		}
+	}
 	replica := g.replicaName(cfg)
 	db, err := store.OpenWith(store.Options{Path: dbPath(dataDir), URL: cfg.Store.URL, Replica: replica})
 	if err != nil {
@@ -159,6 +171,8 @@ func (g *globals) newApp(ctx context.Context, mutate func(*config.Config) error)
 		PoolSize: sb.Pool,
 		// config's 0 (keep none warm when idle) is Options' negative.
 		IdlePoolSize: cmp.Or(sb.IdlePool, -1),
+		WarmLimit:    sb.WarmLimit,
+		WarmMemory:   sb.WarmMemory,
 		Preload:      sb.Preload,
 		Seccomp:      prog,
 		GenDir:       genDir,

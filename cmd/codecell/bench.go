@@ -52,6 +52,8 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	latencyOnly := fs.Bool("latency-only", false, "measure only the latency figures (with --ts-client and --pyodide when given): no throughput, tool-call, memory, context or hardened figures")
 	dataN := fs.Int("data", 40, "data cells (pandas, numpy, pyplot) for the data-work figures, beside bare spawns and a warm Jupyter kernel; 0 skips them")
 	hardenedOnly := fs.Bool("hardened-only", false, "measure only the hardened figures (gVisor; skipped without runsc)")
+	tenants := fs.Int("tenants", 0, "measure only one HTTP server shared by this many bearer tokens (namespaces): memory, processes, cold and warm calls, a busy namespace among others")
+	nsIdle := fs.Duration("namespace-idle", time.Minute, "with --tenants: the server's sandbox.namespaceIdle")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -76,6 +78,9 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	}
 	defer os.RemoveAll(root)
 	os.Chmod(root, 0o711)
+	if *tenants > 0 {
+		return benchTenants(ctx, g, self, root, *tenants, *nsIdle, *mdFile, *jsonFile)
+	}
 	if *hardenedOnly {
 		figs, err := hardenedBench(ctx, g, self, root, *n)
 		if err != nil {

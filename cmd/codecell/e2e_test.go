@@ -147,8 +147,17 @@ var servingAddr = regexp.MustCompile(`serving MCP over HTTP.*\baddr"?[=:]"?((?:1
 // that reports the address comes before startHTTP returns.
 func startHTTP(t testing.TB, cfg string, onLine func(line string), extra ...string) string {
 	t.Helper()
-	needBinary(t)
 	cfgPath, dataDir := testDirs(t, cfg)
+	base, _ := serveHTTPOn(t, cfgPath, dataDir, onLine, extra...)
+	return base
+}
+
+// serveHTTPOn starts codecell serve --http on a config file and data dir
+// testDirs made and returns its base URL and process, which is interrupted
+// when the test ends if it still runs.
+func serveHTTPOn(t testing.TB, cfgPath, dataDir string, onLine func(line string), extra ...string) (string, *exec.Cmd) {
+	t.Helper()
+	needBinary(t)
 	cmd := exec.Command(binary, append([]string{"serve", "--http", "127.0.0.1:0", "--config", cfgPath, "--data-dir", dataDir}, extra...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -195,13 +204,13 @@ func startHTTP(t testing.TB, cfg string, onLine func(line string), extra ...stri
 	select {
 	case a := <-found:
 		// A server on every interface is reached through loopback.
-		return "http://" + strings.Replace(a, "[::]:", "127.0.0.1:", 1)
+		return "http://" + strings.Replace(a, "[::]:", "127.0.0.1:", 1), cmd
 	case <-time.After(30 * time.Second):
 		mu.Lock()
 		defer mu.Unlock()
 		t.Fatalf("codecell serve --http did not report its address; log:\n%s", strings.Join(early, "\n"))
 	}
-	return ""
+	return "", cmd
 }
 
 // TestServeSaysWhereToGo: serve --http logs the MCP endpoint's and the

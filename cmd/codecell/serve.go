@@ -77,8 +77,18 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	// In the background: setting the default workspace up may take a while
 	// the first time (moving a large directory into its image, indexing
 	// 100,000 files), and the client's initialize need not wait for it.
-	go func() { a.sandbox.WarmFor(a.server.WarmRequest(ctx, server.DefaultNamespace)) }()
+	// With tokens over HTTP no call reaches the default namespace: nothing
+	// is warmed for it.
+	if *addr == "" || len(a.cfg.HTTP.Tokens) == 0 {
+		go a.server.Warm(ctx, server.DefaultNamespace)
+	}
 	go a.server.TrimWhenIdle(ctx)
+	// Idle namespaces give back what they hold when a server serves many
+	// (HTTP); over stdio its one namespace keeps its workspace mounted, so
+	// that an agent that thought for a minute does not pay a cold start.
+	if *addr != "" {
+		go a.server.ReleaseIdle(ctx)
+	}
 	if *addr == "" {
 		a.log.Info("serving MCP over stdio", "isolation", a.sandbox.Level())
 		err := a.server.MCP().Run(ctx, a.server.StdioTransport(os.Stdin, os.Stdout))

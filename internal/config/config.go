@@ -99,6 +99,31 @@ type Sandbox struct {
 	// workspace grows its pool to Pool as its executions overlap, an idle
 	// one gives the rest back.
 	IdlePool int
+	// NamespaceIdle (JSON "namespaceIdle") is how long a namespace runs
+	// nothing, holds no live session and makes no call before it gives
+	// back everything it holds (warm sandboxes, its workspace's mount and
+	// watches, cached choices); its next call sets them up again. Default
+	// a minute; 0 keeps them for as long as the server lives.
+	NamespaceIdle time.Duration
+	// WarmLimit (JSON "warmLimit") bounds the warm sandboxes of all
+	// namespaces together, 1..1024, default 16: warm capacity is the
+	// server's, handed to the namespaces that run code, never multiplied
+	// by tenants. A busy sandbox (running an execution) is not warm.
+	WarmLimit int
+	// WarmMemory (JSON "warmMemory") bounds the memory those warm
+	// sandboxes hold together (each one's processes' PSS, measured when it
+	// is ready), default 2 GiB, at least 64 MiB.
+	WarmMemory int64
+	// Concurrency bounds the executions running at once across
+	// namespaces, default 16; NamespaceConcurrency (JSON
+	// "namespaceConcurrency") those of one namespace, default 8, at most
+	// Concurrency. A call past its namespace's bound waits its turn (turns
+	// go round the namespaces that wait, so one namespace's burst does not
+	// take every slot); one that finds as many of its namespace's calls
+	// already waiting, or waits past its own timeout, fails at once with
+	// a Busy error.
+	Concurrency          int
+	NamespaceConcurrency int
 	// Preload names the modules each sandbox's fork server imports before
 	// it forks, so executions that import them pay nothing; default
 	// DefaultPreload, [] for none. Only the system's packages are
@@ -209,28 +234,33 @@ func Default() *Config {
 	return &Config{
 		MCPServers: map[string]Server{},
 		Sandbox: Sandbox{
-			Isolation:        "production",
-			Python:           "/usr/bin/python3",
-			Timeout:          30 * time.Second,
-			MaxTimeout:       120 * time.Second,
-			TaskAfter:        5 * time.Second,
-			TaskTimeout:      time.Hour,
-			Memory:           512 * MiB,
-			Pids:             128,
-			CPUTime:          60 * time.Second,
-			Output:           1 * MiB,
-			FileSize:         256 * MiB,
-			OpenFiles:        256,
-			TmpSize:          64 * MiB,
-			WorkspaceQuota:   1 * GiB,
-			WorkspaceEntries: 250000,
-			WorkspaceImages:  "auto",
-			MaxToolCalls:     1000,
-			Pool:             4,
-			IdlePool:         1,
-			Preload:          append([]string(nil), DefaultPreload...),
-			AnswerBudget:     DefaultAnswerBudget,
-			Network:          Network{Mode: "none"},
+			Isolation:            "production",
+			Python:               "/usr/bin/python3",
+			Timeout:              30 * time.Second,
+			MaxTimeout:           120 * time.Second,
+			TaskAfter:            5 * time.Second,
+			TaskTimeout:          time.Hour,
+			Memory:               512 * MiB,
+			Pids:                 128,
+			CPUTime:              60 * time.Second,
+			Output:               1 * MiB,
+			FileSize:             256 * MiB,
+			OpenFiles:            256,
+			TmpSize:              64 * MiB,
+			WorkspaceQuota:       1 * GiB,
+			WorkspaceEntries:     250000,
+			WorkspaceImages:      "auto",
+			MaxToolCalls:         1000,
+			Pool:                 4,
+			IdlePool:             1,
+			NamespaceIdle:        time.Minute,
+			WarmLimit:            16,
+			WarmMemory:           2 * GiB,
+			Concurrency:          16,
+			NamespaceConcurrency: 8,
+			Preload:              append([]string(nil), DefaultPreload...),
+			AnswerBudget:         DefaultAnswerBudget,
+			Network:              Network{Mode: "none"},
 		},
 		Policy:   Policy{Allow: []string{"*"}, ApprovalTimeout: 10 * time.Minute},
 		PII:      PII{Mode: "tokenize", PhoneRegion: "US"},

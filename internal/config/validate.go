@@ -209,6 +209,16 @@ func (k *checker) sandbox(s *Sandbox) {
 	k.between(p+".maxToolCalls", s.MaxToolCalls, 1, -1)
 	k.between(p+".pool", s.Pool, 0, 64)
 	k.between(p+".idlePool", s.IdlePool, 0, 64) // past pool it means pool
+	if s.NamespaceIdle != 0 && s.NamespaceIdle < time.Second {
+		k.addf(p+".namespaceIdle", "%s is below the minimum 1s (0 keeps idle namespaces' resources for good)", formatDuration(s.NamespaceIdle))
+	}
+	k.between(p+".warmLimit", s.WarmLimit, 1, 1024)
+	k.minSize(p+".warmMemory", s.WarmMemory, 64*MiB)
+	k.between(p+".concurrency", s.Concurrency, 1, 4096)
+	k.between(p+".namespaceConcurrency", s.NamespaceConcurrency, 1, 4096)
+	if s.NamespaceConcurrency > s.Concurrency && s.Concurrency >= 1 {
+		k.add(p+".namespaceConcurrency", []string{p + ".concurrency"}, "%d is above concurrency (%d): one namespace could take every slot", s.NamespaceConcurrency, s.Concurrency)
+	}
 	if len(s.Preload) > maxPreload {
 		k.addf(p+".preload", "lists %d modules; at most %d", len(s.Preload), maxPreload)
 	}

@@ -115,6 +115,18 @@ func New(opts Options) *Manager {
 // ErrUnavailable reports an environment type whose tool is not installed.
 var ErrUnavailable = errors.New("environment type unavailable")
 
+// Forget drops what the Manager cached of ns's choice, for a namespace that
+// has gone idle: the next Get reads it again. Without a store the cache is
+// the only record of the choice, and stays.
+func (m *Manager) Forget(ns string) {
+	if m.opts.Store == nil {
+		return
+	}
+	m.mu.Lock()
+	delete(m.known, ns)
+	m.mu.Unlock()
+}
+
 func (m *Manager) lock(ns string) func() {
 	m.mu.Lock()
 	l := m.locks[ns]

@@ -31,6 +31,7 @@ func (m *Manager) noteDemand(tg target, waited bool) {
 	d.peak = max(d.peak, m.busy[tg])
 	d.short = d.short || waited
 	d.last = time.Now()
+	m.lastUsed[tg.workspace] = d.last.UnixNano()
 }
 
 // want is how many sandboxes tg's pool holds, idle, starting and busy
@@ -70,6 +71,9 @@ func (m *Manager) trim() {
 			if keep := m.opts.IdlePoolSize; len(list) > keep {
 				// The oldest go: the others were used more lately.
 				extra = append(extra, list[:len(list)-keep]...)
+				for _, sb := range list[:len(list)-keep] {
+					delete(m.mem, sb)
+				}
 				m.idle[tg] = list[len(list)-keep:]
 			}
 		}

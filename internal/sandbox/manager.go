@@ -36,6 +36,11 @@ type Options struct {
 	// IdleAfter is how long a workspace runs nothing before its pool
 	// shrinks to IdlePoolSize; zero means a minute.
 	IdleAfter time.Duration
+	// WarmLimit bounds the warm sandboxes of all workspaces together, and
+	// WarmMemory the memory they hold (their processes' PSS, measured once
+	// each is ready); zero means no bound (see warm.go).
+	WarmLimit  int
+	WarmMemory int64
 	// Seccomp is the compiled seccomp program for production; required there.
 	Seccomp []byte
 	// Preload names the modules each fork server imports before it forks
@@ -76,9 +81,16 @@ type Manager struct {
 	// epochs count each workspace's Refreshes: a sandbox started before
 	// the last one is of a target with an older epoch, never pooled again.
 	epochs map[string]uint64
-	closed bool
-	stop   chan struct{}  // closed by Close: ends the trimmer
-	wg     sync.WaitGroup // refill goroutines, kills of dead idle sandboxes and hardened teardowns (goTracked in gvisor.go)
+	// mem is what each sandbox measured holds (for WarmMemory), kindMem
+	// the last measure of each kind (preloaded or not), lastUsed when each
+	// workspace last started an execution (Unix nanoseconds): the warm
+	// bound takes from the workspace used least lately.
+	mem      map[sandbox]int64
+	kindMem  map[bool]int64
+	lastUsed map[string]int64
+	closed   bool
+	stop     chan struct{}  // closed by Close: ends the trimmer
+	wg       sync.WaitGroup // refill goroutines, kills of dead idle sandboxes and hardened teardowns (goTracked in gvisor.go)
 
 	errMu   sync.Mutex
 	errTail bytes.Buffer // the last sandbox stderr, for start errors
@@ -144,6 +156,9 @@ func New(opts Options) (*Manager, error) {
 		returned:     make(chan struct{}),
 		demand:       map[target]*demand{},
 		epochs:       map[string]uint64{},
+		mem:          map[sandbox]int64{},
+		kindMem:      map[bool]int64{},
+		lastUsed:     map[string]int64{},
 		stop:         make(chan struct{}),
 	}
 	if m.opts.IdleAfter <= 0 {
@@ -224,6 +239,7 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 		if reusable {
 			m.put(tg, sb)
 		} else {
+			m.forget(sb)
 			m.signalReturned()
 			sb.kill()
 		}
@@ -335,6 +351,7 @@ func (m *Manager) get(ctx context.Context, workspace target) (sandbox, error) {
 				m.mu.Unlock()
 				return sb, nil
 			}
+			delete(m.mem, sb)
 			m.wg.Add(1) // Close waits for it; m.closed was checked above
 			go func() {
 				defer m.wg.Done()
@@ -390,20 +407,49 @@ func (m *Manager) put(workspace target, sb sandbox) {
 	// meanwhile has the old directory mounted: it is of no use.
 	stale := dirID(workspace.workspace) != workspace.dir ||
 		(workspace.skills != "" && dirID(workspace.skills) != workspace.skillsDir)
+	m.measure(workspace, sb)
 	m.mu.Lock()
-	if stale || m.closed || workspace.epoch != m.epochs[workspace.workspace] || len(m.idle[workspace]) >= max(m.opts.PoolSize, 1) {
+	var evicted []sandbox
+	if stale || m.closed || workspace.epoch != m.epochs[workspace.workspace] || len(m.idle[workspace]) >= max(m.opts.PoolSize, 1) ||
+		!m.roomLocked(workspace, m.mem[sb], &evicted) {
+		delete(m.mem, sb)
 		m.mu.Unlock()
-		sb.kill()
+		m.killAll(append(evicted, sb))
 		return
 	}
 	m.idle[workspace] = append(m.idle[workspace], sb)
 	close(m.returned)
 	m.returned = make(chan struct{})
 	m.mu.Unlock()
+	m.killAll(evicted)
+}
+
+// forget drops what the Manager measured of a sandbox that goes.
+func (m *Manager) forget(sb sandbox) {
+	m.mu.Lock()
+	delete(m.mem, sb)
+	m.mu.Unlock()
+}
+
+// killAll kills sandboxes taken out of the pool, in the background: the
+// caller may be an execution's release.
+func (m *Manager) killAll(list []sandbox) {
+	if len(list) == 0 {
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		for _, sb := range list {
+			sb.kill()
+		}
+	}()
 }
 
 // refill starts sandboxes in the background until PoolSize wait idle.
 func (m *Manager) refill(workspace target) {
+	var evicted []sandbox
+	defer func() { m.killAll(evicted) }() // after the unlock below
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed || workspace.epoch != m.epochs[workspace.workspace] {
@@ -412,6 +458,9 @@ func (m *Manager) refill(workspace target) {
 	// Busy sandboxes count: they come back after their execution.
 	need := m.want(workspace) - len(m.idle[workspace]) - m.starting[workspace] - m.busy[workspace]
 	for i := 0; i < need; i++ {
+		if !m.roomLocked(workspace, m.kindMem[workspace.preload], &evicted) {
+			break
+		}
 		m.starting[workspace]++
 		m.wg.Add(1)
 		go func() {
@@ -545,6 +594,9 @@ func (m *Manager) dropIdle(workspace string, keep target) {
 		if tg.workspace == workspace && !tg.sameBut(keep) {
 			drop = append(drop, list...)
 			delete(m.idle, tg)
+			for _, sb := range list {
+				delete(m.mem, sb)
+			}
 		}
 	}
 	m.mu.Unlock()
@@ -564,6 +616,26 @@ func (m *Manager) Refresh(workspace string) {
 	m.epochs[workspace]++
 	m.mu.Unlock()
 	m.dropIdle(workspace, target{})
+}
+
+// Release gives back what the Manager holds for workspace, which its
+// caller knows runs nothing now and holds no session: its warm sandboxes
+// of every kind and interpreter (as Refresh: one still starting is killed
+// when it is ready), and what the pool remembered of it. Its next
+// execution starts a sandbox cold, and the pool grows again from there.
+func (m *Manager) Release(workspace string) {
+	m.Refresh(workspace)
+	m.mu.Lock()
+	for tg := range m.demand {
+		if tg.workspace == workspace {
+			delete(m.demand, tg)
+		}
+	}
+	delete(m.lastUsed, workspace)
+	m.mu.Unlock()
+	m.dirMu.Lock()
+	delete(m.prepared, workspace)
+	m.dirMu.Unlock()
 }
 
 // PrepareDir makes sure a directory a sandbox writes (a workspace, an

@@ -730,3 +730,13 @@ func stopped(ctx context.Context, timeout time.Duration) *ExecError {
 	}
 	return failure(ErrKilled, "the execution was cancelled: %v", context.Cause(ctx))
 }
+
+// memory is what the sandbox's processes hold (their PSS together), for
+// the warm bound (warm.go).
+func (z *zygote) memory() int64 {
+	if z.cmd.Process == nil {
+		return 0
+	}
+	pss, _ := proc.TreePSS(z.cmd.Process.Pid)
+	return pss
+}

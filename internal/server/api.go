@@ -50,6 +50,7 @@ func (a API) Ready(ctx context.Context) error {
 		}
 	}
 	err := a.s.health.check(ctx, func(ctx context.Context) *sandbox.Result {
+		defer a.s.enter(DefaultNamespace)()
 		req := a.s.WarmRequest(ctx, DefaultNamespace)
 		req.Code, req.Timeout = "pass", probeTimeout
 		return a.s.exec.Exec(ctx, req)
@@ -192,6 +193,7 @@ func (a API) Stats(ctx context.Context, ns, since string) (any, error) {
 	if a.s.store == nil {
 		return nil, errNoLog
 	}
+	defer a.s.enter(namespace(ns))() // it reads the workspace's usage
 	out, err := a.s.stats(ctx, namespace(ns), since)
 	if err != nil {
 		return nil, err

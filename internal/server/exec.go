@@ -225,6 +225,13 @@ type job struct {
 // runCode is the one path every execution takes: it runs the code and
 // logs it; the gate tokenizes what goes back to the model.
 func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, ExecuteCodeOutput, error) {
+	// A turn first (admit.go): the wait is bounded by the execution's own
+	// timeout, and past it the call is refused as busy.
+	done, err := s.admit.acquire(ctx, j.Namespace, j.Timeout)
+	if err != nil {
+		return nil, ExecuteCodeOutput{}, err
+	}
+	defer done()
 	s.activity.begin()
 	defer s.activity.end()
 	// The workspace is set up (mounted, indexed) before any sandbox sees it.

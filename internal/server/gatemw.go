@@ -21,6 +21,9 @@ func (s *Server) gateMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ns := namespaceOfExtra(req.GetExtra())
 		ctx = gate.WithScope(ctx, ns)
+		if usesNamespace(method) {
+			defer s.enter(ns)()
+		}
 		res, err := next(ctx, method, req)
 		if err != nil {
 			if s.gate.Off() {
@@ -46,6 +49,18 @@ func (s *Server) gateMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return out, nil
 	}
+}
+
+// usesNamespace says whether a request of method may touch its namespace's
+// workspace or sandboxes, and so keeps the namespace from going idle
+// (tenants). Others (lists, pings, a 2026 client's long subscriptions/listen)
+// do not.
+func usesNamespace(method string) bool {
+	switch method {
+	case "tools/call", "resources/read", "resources/list":
+		return true
+	}
+	return false
 }
 
 // gateSending is the sending middleware that passes every notification

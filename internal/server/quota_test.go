@@ -39,6 +39,14 @@ func reachableDir(t *testing.T) string {
 // directories (the watcher does); it skips where the host cannot.
 func quotaServer(t *testing.T, level sandbox.Level, images workspace.ImageMode) (*mcp.ClientSession, *Server) {
 	t.Helper()
+	cs, s, _ := realServer(t, level, images, nil)
+	return cs, s
+}
+
+// realServer is quotaServer with its manager, whose Options mod (if not
+// nil) changes before the server is made.
+func realServer(t *testing.T, level sandbox.Level, images workspace.ImageMode, mod func(*Options)) (*mcp.ClientSession, *Server, *sandbox.Manager) {
+	t.Helper()
 	if err := sandbox.Check(context.Background(), level, "/usr/bin/python3"); err != nil {
 		t.Skipf("%s unavailable: %v", level, err)
 	}
@@ -75,8 +83,11 @@ func quotaServer(t *testing.T, level sandbox.Level, images workspace.ImageMode) 
 		o.Config.Sandbox.WorkspaceQuota, o.Config.Sandbox.WorkspaceEntries = testQuota, testEntries
 		o.Config.PII.Mode = "off"
 		o.Executor, o.Volumes, o.DataDir = mgr, vols, dataDir
+		if mod != nil {
+			mod(o)
+		}
 	})
-	return cs, s
+	return cs, s, mgr
 }
 
 // unmountAll detaches the images left mounted beneath dir by a test that

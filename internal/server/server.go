@@ -94,6 +94,8 @@ type Server struct {
 	// sessions are the live interpreters of execute_code's session_id.
 	sessions *sessions
 	activity activity        // executions under way, for TrimWhenIdle
+	tenants  tenants         // each namespace's use, for ReleaseIdle
+	admit    admission       // bounds the executions running at once
 	skills   *skills.Manager // nil: no skills
 	// builtins are codecell's own tools, listed or not; set by New.
 	builtins []*builtin
@@ -155,6 +157,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s.initMetrics()
 	s.tasks = newTasks(s)
+	s.tenants.idle = opts.Config.Sandbox.NamespaceIdle
+	s.admit.limit, s.admit.perNS = opts.Config.Sandbox.Concurrency, opts.Config.Sandbox.NamespaceConcurrency
 	s.skills = opts.Skills
 	opener, _ := opts.Executor.(SessionOpener)
 	s.sessions = newSessions(opener, opts.Store, opts.Config.Sessions.IdleTimeout, opts.Config.Sessions.MaxPerNamespace, log)

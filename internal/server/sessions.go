@@ -372,3 +372,19 @@ func (s *Server) addSessionTools() {
 		return textResult("closed " + in.SessionID + "\n"), CloseSessionOutput{Closed: in.SessionID}, nil
 	})
 }
+
+// live says whether ns holds a session whose interpreter lives or runs:
+// such a namespace is not idle, whatever the time since its last call.
+func (r *sessions) live(ns string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ls := range r.byNS[ns] {
+		if ls.running > 0 || ls.sb.Alive() {
+			return true
+		}
+	}
+	if len(r.byNS[ns]) == 0 {
+		delete(r.byNS, ns)
+	}
+	return false
+}

@@ -313,6 +313,21 @@ func (s *Server) namespaceRequest(ctx context.Context, ns string) (sandbox.Reque
 	return req, s.withEnvironment(ns, &req)
 }
 
+// warmer fills the warm pool for a namespace's executions;
+// *sandbox.Manager is one.
+type warmer interface{ WarmFor(req sandbox.Request) }
+
+// Warm fills ns's warm pool in the background of its next calls, as a use of
+// the namespace: an idle one gives it back (tenants).
+func (s *Server) Warm(ctx context.Context, ns string) {
+	w, ok := s.exec.(warmer)
+	if !ok {
+		return
+	}
+	defer s.enter(ns)()
+	w.WarmFor(s.WarmRequest(ctx, ns))
+}
+
 // WarmRequest is what ns's executions ask the sandbox for (workspace,
 // interpreter, skills), without code: for sandbox.Manager.WarmFor, so that
 // the sandboxes warmed are the ones its executions take.

@@ -215,6 +215,27 @@ func (vs *Volumes) open(dir string) (*Volume, error) {
 	return v, nil
 }
 
+// Release stops watching the workspace at dir and unmounts its image if
+// no other process uses it; its next Volume sets it up again. The caller
+// makes sure nothing uses it meanwhile (no execution, session or file
+// operation): a Volume of it that is still held goes on naming a
+// directory that no longer is its workspace.
+func (vs *Volumes) Release(dir string) error {
+	dir = filepath.Clean(dir)
+	vs.mu.Lock()
+	slot := vs.vols[dir]
+	delete(vs.vols, dir)
+	vs.mu.Unlock()
+	if slot == nil {
+		return nil
+	}
+	<-slot.ready
+	if slot.v == nil {
+		return nil
+	}
+	return slot.v.close(true)
+}
+
 // Close stops watching and unmounts the images no other process uses.
 func (vs *Volumes) Close() error {
 	vs.mu.Lock()
