@@ -318,6 +318,9 @@ func TestTasksBound(t *testing.T) {
 	hold := make(chan struct{})
 	st := openStore(t, filepath.Join(t.TempDir(), "c.db"), "")
 	s := taskServer(t, st, gatedExec(hold))
+	// Admission (admit.go) would refuse the executions past its bounds
+	// first: here they all run.
+	s.admit.limit, s.admit.perNS = 2*maxLiveTasks, 2*maxLiveTasks
 	c := newRawClient(t, s)
 	result(t, c.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": "t", "version": "1"}}))
