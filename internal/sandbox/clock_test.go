@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -40,4 +41,35 @@ func TestClockPause(t *testing.T) {
 		t.Errorf("cause %v, want errTimeout", context.Cause(short))
 	}
 	PauseTimeout(short)() // after it fired: nothing restarts, nothing panics
+}
+
+// pausingHandler answers a tool call after wait, with the execution's
+// timeout paused meanwhile, as a call waiting for a person's approval is.
+type pausingHandler struct{ wait time.Duration }
+
+func (h pausingHandler) HandleCall(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
+	defer PauseTimeout(ctx)()
+	select {
+	case <-time.After(h.wait):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return map[string]any{"structured": "approved"}, nil
+}
+
+// TestTimeoutPausedForApproval: an execution whose tool call waits three
+// times its timeout, paused, ends well; the time it runs itself still
+// counts, and past its timeout it is stopped.
+func TestTimeoutPausedForApproval(t *testing.T) {
+	m, ws := newTestManager(t, Development, Limits{}, 1)
+	timeout := 2 * time.Second
+	code := "from codecell import _rpc\n_rpc.call('s', 't', {})"
+	r := m.Exec(context.Background(), Request{Workspace: ws, Code: code, Timeout: timeout, Calls: pausingHandler{wait: 3 * timeout}})
+	if !r.OK || toJSON(r.Result) != `"approved"` {
+		t.Fatalf("a call paused past the timeout: %+v %v", r.Error, r.Result)
+	}
+	r = m.Exec(context.Background(), Request{Workspace: ws, Code: code + "\nimport time\ntime.sleep(60)", Timeout: timeout, Calls: pausingHandler{wait: timeout / 2}})
+	if r.Error == nil || r.Error.Type != ErrTimeout {
+		t.Fatalf("the code's own time past its timeout: %+v", r.Error)
+	}
 }

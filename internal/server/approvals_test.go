@@ -56,11 +56,13 @@ func stdoutOf(t *testing.T, res *mcp.CallToolResult) string {
 	return out.Stdout
 }
 
-// TestApprovals2025: a 2025 client is asked by elicitation; an answer with
-// allow_all covers the rest of the execution (50 calls, one question); a
-// decline makes the call fail with ApprovalDenied and nothing runs; a client
-// without elicitation is refused, never called silently.
-func TestApprovals2025(t *testing.T) {
+// TestApprovalsGoClient: the Go SDK's client (which speaks 2026-07-28 and
+// answers input_required results through its elicitation handler; the
+// TypeScript tests in cmd/codecell drive the 2025 clients) is asked once for
+// 50 calls when it answers with allow_all; a decline makes each call fail
+// with ApprovalDenied and nothing runs; a client without elicitation is
+// refused, never called silently.
+func TestApprovalsGoClient(t *testing.T) {
 	s := approvalServer(t, callsEcho(50))
 	var asked atomic.Int32
 	action, allowAll := "accept", true
@@ -154,5 +156,30 @@ func TestApprovals2026(t *testing.T) {
 	out := done["result"].(map[string]any)["structuredContent"].(map[string]any)["stdout"].(string)
 	if strings.Count(out, "ApprovalDenied") != 3 || answered < 3 {
 		t.Errorf("task: answered %d; stdout %q", answered, out)
+	}
+}
+
+// TestApprovalTimeout: a question nobody answers within
+// policy.approvalTimeout refuses the call, saying so (a 2025 client over
+// stdio, which gets elicitation/create and never answers it).
+func TestApprovalTimeout(t *testing.T) {
+	s := approvalServer(t, callsEcho(1))
+	s.cfg.Policy.ApprovalTimeout = 100 * time.Millisecond
+	c := newRawClient(t, s)
+	result(t, c.call("initialize", map[string]any{"protocolVersion": "2025-11-25",
+		"capabilities": map[string]any{"elicitation": map[string]any{}}, "clientInfo": map[string]any{"name": "t", "version": "1"}}))
+	c.notify("notifications/initialized")
+	res := result(t, c.call("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": "loop()"}}))
+	select {
+	case q := <-c.reqs:
+		if q["method"] != "elicitation/create" {
+			t.Errorf("the server asked %v", q["method"])
+		}
+	default:
+		t.Error("the client was not asked")
+	}
+	out, _ := res["structuredContent"].(map[string]any)["stdout"].(string)
+	if !strings.Contains(out, "ApprovalDenied: not approved: no answer to the approval request within 100ms") {
+		t.Errorf("stdout %q", out)
 	}
 }
