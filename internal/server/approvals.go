@@ -165,7 +165,7 @@ func (e *execCalls) ask(ctx context.Context, params *mcp.ElicitParams) (*mcp.Eli
 		return nil, errNoWayToAsk
 	}
 	if !isModern(req) {
-		if caps := clientCaps(req); caps == nil || caps.Elicitation == nil {
+		if _, viaElicit := canAsk(req); !viaElicit {
 			return nil, errNoWayToAsk
 		}
 		if r := runOf(ctx); r != nil {
@@ -200,15 +200,30 @@ func (e *execCalls) ask(ctx context.Context, params *mcp.ElicitParams) (*mcp.Eli
 // through input requests rather than requests on a session.
 const modernProtocol = "2026-07-28"
 
-// canAsk says how a 2026 request's client takes an input request: through
-// a task (the tasks extension) or a multi round-trip result (elicitation).
-func canAsk(req *mcp.CallToolRequest) (viaTask, viaRetry bool) {
-	caps := clientCaps(req)
-	if caps == nil {
+// canAsk says how a request's client takes an input request: through a
+// task (the tasks extension) or a multi round-trip result or elicitation
+// (elicitation). It reads the capabilities the request itself declares
+// (2026) without decoding them, as it runs on every execution, else those
+// its session began with.
+func canAsk(req *mcp.CallToolRequest) (viaTask, viaElicit bool) {
+	if req == nil || req.Params == nil {
 		return false, false
 	}
-	_, viaTask = caps.Extensions[tasksExtension]
-	return viaTask, caps.Elicitation != nil
+	if caps, ok := req.Params.Meta[metaClientCapabilities].(map[string]any); ok {
+		ext, _ := caps["extensions"].(map[string]any)
+		_, viaTask = ext[tasksExtension]
+		_, viaElicit = caps["elicitation"].(map[string]any)
+		return viaTask, viaElicit
+	}
+	if req.Session == nil {
+		return false, false
+	}
+	ip := req.Session.InitializeParams()
+	if ip == nil || ip.Capabilities == nil {
+		return false, false
+	}
+	_, viaTask = ip.Capabilities.Extensions[tasksExtension]
+	return viaTask, ip.Capabilities.Elicitation != nil
 }
 
 // isModern says req's client speaks 2026-07-28 or later.
@@ -229,26 +244,3 @@ const (
 	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
 	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 )
-
-// clientCaps are the capabilities req's client declared: on the request
-// itself (2026), else when its session began.
-func clientCaps(req *mcp.CallToolRequest) *mcp.ClientCapabilities {
-	if req == nil {
-		return nil
-	}
-	if req.Params != nil {
-		if raw, ok := req.Params.Meta[metaClientCapabilities]; ok {
-			var caps mcp.ClientCapabilities
-			if b, err := json.Marshal(raw); err == nil && json.Unmarshal(b, &caps) == nil {
-				return &caps
-			}
-		}
-	}
-	if req.Session == nil {
-		return nil
-	}
-	if ip := req.Session.InitializeParams(); ip != nil {
-		return ip.Capabilities
-	}
-	return nil
-}

@@ -241,7 +241,7 @@ func (s *Server) executeCodeFile(ctx context.Context, req *mcp.CallToolRequest, 
 	if strings.TrimSpace(code) == "" {
 		return nil, ExecuteCodeOutput{}, fieldError("path", "%q holds no code", in.Path)
 	}
-	timeout, err := s.checkExecInput(ExecuteCodeInput{Code: code, SessionID: in.SessionID, TimeoutSeconds: in.TimeoutSeconds}, s.maxTimeout(req))
+	timeout, err := s.checkExecInput(ExecuteCodeInput{Code: code, SessionID: in.SessionID, TimeoutSeconds: in.TimeoutSeconds}, req)
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}

@@ -128,7 +128,7 @@ func (s *Server) addExecTools() {
 }
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeInput) (*mcp.CallToolResult, ExecuteCodeOutput, error) {
-	timeout, err := s.checkExecInput(in, s.maxTimeout(req))
+	timeout, err := s.checkExecInput(in, req)
 	if err != nil {
 		return nil, ExecuteCodeOutput{}, err
 	}
@@ -369,7 +369,8 @@ func (s *Server) execute(ctx context.Context, j job, sreq sandbox.Request) (res 
 }
 
 // maxTimeout is the longest timeout req may ask for: sandbox.taskTimeout
-// when its execution can run as a task, else sandbox.maxTimeout.
+// when its execution can run as a task, else sandbox.maxTimeout. Only a
+// timeout past maxTimeout needs it (checkExecInput).
 func (s *Server) maxTimeout(req *mcp.CallToolRequest) time.Duration {
 	if s.store != nil && req != nil && req.Params != nil {
 		if viaTask, _ := canAsk(req); wantsLegacyTask(req) || (viaTask && isModern(req)) {
@@ -379,7 +380,7 @@ func (s *Server) maxTimeout(req *mcp.CallToolRequest) time.Duration {
 	return s.cfg.Sandbox.MaxTimeout
 }
 
-func (s *Server) checkExecInput(in ExecuteCodeInput, maxTimeout time.Duration) (time.Duration, error) {
+func (s *Server) checkExecInput(in ExecuteCodeInput, req *mcp.CallToolRequest) (time.Duration, error) {
 	if strings.TrimSpace(in.Code) == "" {
 		return 0, fieldError("code", "must not be empty")
 	}
@@ -405,7 +406,10 @@ func (s *Server) checkExecInput(in ExecuteCodeInput, maxTimeout time.Duration) (
 	sb := s.cfg.Sandbox
 	timeout := sb.Timeout
 	if in.TimeoutSeconds != nil {
-		t, max := *in.TimeoutSeconds, maxTimeout.Seconds()
+		t, max := *in.TimeoutSeconds, sb.MaxTimeout.Seconds()
+		if t > max {
+			max = s.maxTimeout(req).Seconds()
+		}
 		if math.IsNaN(t) || t < 1 || t > max {
 			return 0, fieldError("timeout_seconds", "%v is out of range; it must be from 1 to %v (leave it out for the default, %v)", t, max, sb.Timeout.Seconds())
 		}
