@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -61,47 +60,11 @@ var tasksDeps = map[string]string{
 	"@modelcontextprotocol/server-memory": "dist/index.js",
 }
 
-// tasksEnv finds node, which the suite needs (it skips without), and the
-// npm packages, which make npm-deps installs (it fails without).
+// tasksEnv finds node and the pinned npm packages of the suite, as the
+// conformance suite does (npmEnv), and a node new enough for the 2.x client.
 func tasksEnv(t *testing.T) (node, npmDir string) {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed (make npm-deps installs it)")
-	}
-	npmDir, err = filepath.Abs(filepath.Join("..", "..", "testdata", "npm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pinned struct {
-		Dependencies map[string]string `json:"dependencies"`
-	}
-	raw, err := os.ReadFile(filepath.Join(npmDir, "package.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &pinned); err != nil {
-		t.Fatalf("testdata/npm/package.json: %v", err)
-	}
-	for pkg, entry := range tasksDeps {
-		dir := filepath.Join(npmDir, "node_modules", filepath.FromSlash(pkg))
-		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(entry))); err != nil {
-			t.Fatalf("%s is not installed in testdata/npm (make npm-deps installs it): %v", pkg, err)
-		}
-		var installed struct {
-			Version string `json:"version"`
-		}
-		raw, err := os.ReadFile(filepath.Join(dir, "package.json"))
-		if err == nil {
-			err = json.Unmarshal(raw, &installed)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", pkg, err)
-		}
-		if want, ok := pinned.Dependencies[pkg]; ok && installed.Version != want {
-			t.Fatalf("%s %s is installed in testdata/npm, but package.json pins %q (make npm-deps installs it)", pkg, installed.Version, want)
-		}
-	}
+	node, npmDir = npmEnv(t, tasksDeps)
 	if major := nodeMajor(t, node); major < 20 {
 		t.Fatalf("node %d is too old for @modelcontextprotocol/client 2.x: install Node 20 or later", major)
 	}

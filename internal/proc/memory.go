@@ -33,9 +33,17 @@ func Tree(pid int) []int {
 		ppid, _ := strconv.Atoi(string(f[1]))
 		children[ppid] = append(children[ppid], p)
 	}
+	// The reads are not one snapshot: a pid reused meanwhile could make a
+	// cycle of parent links, which seen keeps from looping.
 	out := []int{pid}
+	seen := map[int]bool{pid: true}
 	for i := 0; i < len(out); i++ {
-		out = append(out, children[out[i]]...)
+		for _, c := range children[out[i]] {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
 	}
 	return out
 }

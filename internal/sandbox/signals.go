@@ -1,11 +1,9 @@
 package sandbox
 
 import (
-	"bytes"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
+
+	"github.com/codecell/codecell/internal/proc"
 )
 
 const (
@@ -43,40 +41,7 @@ func killDescendants(pid int) {
 // descendantsOf lists the live (not zombie) processes below pid, from the
 // parent links in /proc.
 func descendantsOf(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	parent := make(map[int]int, len(entries))
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// "pid (comm) state ppid ..."; comm may hold spaces and parentheses.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 2 || f[0] == "Z" {
-			continue
-		}
-		if pp, err := strconv.Atoi(f[1]); err == nil {
-			parent[p] = pp
-		}
-	}
-	var below []int
-	for p := range parent {
-		for q, hops := parent[p], 0; q > 1 && hops < 1000; q, hops = parent[q], hops+1 {
-			if q == pid {
-				below = append(below, p)
-				break
-			}
-		}
-	}
-	return below
+	return proc.Tree(pid)[1:]
 }
 
 // syscallKillGroup kills a process group.
