@@ -437,7 +437,20 @@ func (m *Manager) killAll(list []sandbox) {
 	if len(list) == 0 {
 		return
 	}
-	m.wg.Add(1)
+	// Close waits for m.wg once it has set closed: an Add after that
+	// would race its Wait, so once closed the kills are done here.
+	m.mu.Lock()
+	closed := m.closed
+	if !closed {
+		m.wg.Add(1)
+	}
+	m.mu.Unlock()
+	if closed {
+		for _, sb := range list {
+			sb.kill()
+		}
+		return
+	}
 	go func() {
 		defer m.wg.Done()
 		for _, sb := range list {
