@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -181,5 +182,18 @@ func TestApprovalTimeout(t *testing.T) {
 	out, _ := res["structuredContent"].(map[string]any)["stdout"].(string)
 	if !strings.Contains(out, "ApprovalDenied: not approved: no answer to the approval request within 100ms") {
 		t.Errorf("stdout %q", out)
+	}
+}
+
+// TestApprovalArgumentsBounded: the question shows at most maxApprovalArgs
+// bytes of the arguments, cut on a character, and says how many there were.
+func TestApprovalArgumentsBounded(t *testing.T) {
+	args := json.RawMessage(`{"text":"` + strings.Repeat("é", 3000) + `"}`)
+	msg := approvalParams("memory.create_entities", args).Message
+	if !strings.Contains(msg, "(6011 bytes in all)") || len(msg) > maxApprovalArgs+400 || !utf8.ValidString(msg) {
+		t.Errorf("message of %d bytes: %.120q…", len(msg), msg)
+	}
+	if small := approvalParams("a.b", json.RawMessage(`{"x":1}`)).Message; !strings.Contains(small, `{"x":1}`) {
+		t.Errorf("small arguments: %q", small)
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -135,7 +136,7 @@ func (r *run) newAsk(params *mcp.ElicitParams) *ask {
 	r.nextAsk++
 	n := r.nextAsk
 	r.mu.Unlock()
-	return &ask{key: "approval-" + itoa(n), params: params, answer: make(chan answer, 1)}
+	return &ask{key: "approval-" + strconv.Itoa(n), params: params, answer: make(chan answer, 1)}
 }
 
 // reply answers a, once; later answers are ignored, as MCP asks of
@@ -150,18 +151,4 @@ func (a *ask) give(ans answer) {
 	case a.answer <- ans:
 	default:
 	}
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
 }

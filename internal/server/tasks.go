@@ -84,7 +84,6 @@ type tasks struct {
 
 type liveTask struct {
 	id  string
-	gen string
 	run *run
 	// update nudges the owner: a tasks/update or tasks/cancel on this
 	// replica, or a status change of a 2025 approval.
@@ -131,9 +130,25 @@ func (s *Server) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if state := ct.Params.RequestState; state != "" {
 			return s.resumeParked(ctx, ct, ns, state)
 		}
+		if !s.mayOutlive(ct) {
+			// Most calls: nothing can make them a task or a question
+			// for the client, and they run as they always have.
+			return next(ctx, method, req)
+		}
 		r := s.startRun(ctx, next, method, req, ns, ct.Params.Name)
 		return s.awaitRun(ctx, ct, r)
 	}
+}
+
+// mayOutlive says req's call may become a task or put a question to its
+// client in its result: a 2025 client asked for a task, or a 2026 client
+// takes tasks or input requests. Only such a call runs as a run.
+func (s *Server) mayOutlive(req *mcp.CallToolRequest) bool {
+	if !isModern(req) {
+		return s.store != nil && wantsLegacyTask(req)
+	}
+	viaTask, viaRetry := canAsk(req)
+	return (viaTask && s.store != nil) || viaRetry
 }
 
 // wantsLegacyTask says a 2025 client asked for req to run as a task.
@@ -251,12 +266,13 @@ func (t *tasks) adopt(ctx context.Context, r *run, gen string, pending *ask) (mc
 		CreatedAt: now, TTL: t.ttl()}
 	asked := map[string]*ask{}
 	if pending != nil {
-		reqs, err := t.inputRequests(ctx, r.ns, pending)
+		asked[pending.key] = pending
+		reqs, err := inputRequests(asked)
 		if err != nil {
 			pending.refuse(err)
+			delete(asked, pending.key)
 		} else {
 			row.Status, row.InputRequests = store.TaskInputRequired, reqs
-			asked[pending.key] = pending
 		}
 	}
 	if err := t.s.store.CreateTask(context.WithoutCancel(ctx), row); err != nil {
@@ -272,12 +288,12 @@ func (t *tasks) adopt(ctx context.Context, r *run, gen string, pending *ask) (mc
 	r.mu.Lock()
 	r.task = id
 	r.mu.Unlock()
-	lt := &liveTask{id: id, gen: gen, run: r, update: make(chan struct{}, 1)}
+	lt := &liveTask{id: id, run: r, update: make(chan struct{}, 1)}
 	t.mu.Lock()
 	t.live[id] = lt
 	t.mu.Unlock()
 	t.s.log.Info("task", "id", id, "status", row.Status, "tool", r.tool, "namespace", r.ns, "generation", gen)
-	t.s.countTask(row.Status)
+	t.s.metrics.TaskStatus(row.Status)
 	go t.own(lt, asked)
 	if gen == gen2025 {
 		return &legacyTaskCreated{Task: legacyTask(row)}, nil
@@ -318,12 +334,12 @@ func (t *tasks) sweep(now time.Time) {
 // ttl is how long a task's record is kept from its creation.
 func (t *tasks) ttl() time.Duration { return t.s.cfg.Sandbox.TaskTimeout + taskKeep }
 
-// inputRequests is the input_required status's requests for a, its
-// message through the gate (it is already: approve gates it).
-func (t *tasks) inputRequests(_ context.Context, _ string, asks ...*ask) (json.RawMessage, error) {
+// inputRequests is the input_required status's requests: the questions
+// asked, keyed by their ids (their messages passed the gate in approve).
+func inputRequests(asked map[string]*ask) (json.RawMessage, error) {
 	m := mcp.InputRequestMap{}
-	for _, a := range asks {
-		m[a.key] = a.params
+	for key, a := range asked {
+		m[key] = a.params
 	}
 	return json.Marshal(m)
 }
@@ -353,7 +369,7 @@ func (t *tasks) own(lt *liveTask, asked map[string]*ask) {
 		if u.Status != "" && u.Status != status {
 			status = u.Status
 			t.s.log.Info("task", "id", lt.id, "status", status, "namespace", r.ns)
-			t.s.countTask(status)
+			t.s.metrics.TaskStatus(status)
 		}
 	}
 	// poll reads what clients asked of the task, here or on another
@@ -388,11 +404,7 @@ func (t *tasks) own(lt *liveTask, asked map[string]*ask) {
 			return
 		case a := <-r.asks:
 			asked[a.key] = a
-			list := make([]*ask, 0, len(asked))
-			for _, a := range asked {
-				list = append(list, a)
-			}
-			reqs, err := t.inputRequests(ctx, r.ns, list...)
+			reqs, err := inputRequests(asked)
 			if err != nil {
 				a.refuse(err)
 				delete(asked, a.key)
@@ -438,13 +450,11 @@ func (t *tasks) finish(lt *liveTask, write func(store.TaskUpdate)) {
 		msg := "cancelled by the client"
 		write(store.TaskUpdate{Status: store.TaskCancelled, StatusMessage: &msg, ClearInput: true})
 	case r.err != nil:
-		msg := r.err.Error()
-		write(store.TaskUpdate{Status: store.TaskFailed, StatusMessage: &msg, Outcome: json.RawMessage(store.FailedOutcome(msg)), ClearInput: true})
+		write(failedUpdate(r.err.Error()))
 	default:
 		out, err := json.Marshal(r.res)
 		if err != nil {
-			msg := "the result could not be encoded: " + err.Error()
-			write(store.TaskUpdate{Status: store.TaskFailed, StatusMessage: &msg, Outcome: json.RawMessage(store.FailedOutcome(msg)), ClearInput: true})
+			write(failedUpdate("the result could not be encoded: " + err.Error()))
 			return
 		}
 		msg := "done"
@@ -478,11 +488,15 @@ func (t *tasks) stopAll(reason string) {
 	}
 	t.mu.Unlock()
 	for _, lt := range live {
-		msg := reason
-		t.s.store.UpdateTask(context.Background(), lt.id, store.TaskUpdate{Status: store.TaskFailed, StatusMessage: &msg,
-			Outcome: json.RawMessage(store.FailedOutcome(reason)), ClearInput: true}, time.Now())
+		t.s.store.UpdateTask(context.Background(), lt.id, failedUpdate(reason), time.Now())
 		lt.run.cancel()
 	}
+}
+
+// failedUpdate ends a task as failed for reason.
+func failedUpdate(reason string) store.TaskUpdate {
+	return store.TaskUpdate{Status: store.TaskFailed, StatusMessage: &reason,
+		Outcome: json.RawMessage(store.FailedOutcome(reason)), ClearInput: true}
 }
 
 // newID is an unguessable id: a task's handle is its only credential
@@ -492,6 +506,3 @@ func newID() string {
 	rand.Read(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
-
-// countTask records a task entering status in the metrics.
-func (s *Server) countTask(status string) { s.metrics.TaskStatus(status) }

@@ -285,8 +285,10 @@ func TestTasksAcrossReplicas(t *testing.T) {
 	if e := ask(b, "someone-else", "tasks/get")["error"]; e == nil {
 		t.Error("another namespace reads the task")
 	}
-	if e := ask(b, "someone-else", "tasks/cancel")["error"]; e == nil {
-		t.Error("another namespace cancels the task")
+	for _, m := range []string{"tasks/cancel", "tasks/update", "tasks/result"} {
+		if e := ask(b, "someone-else", m)["error"]; e == nil {
+			t.Errorf("another namespace's %s reaches the task", m)
+		}
 	}
 	result(t, ask(b, DefaultNamespace, "tasks/cancel"))
 	waitFor(t, time.Minute, "a cancellation asked on b stops the run on a", func() bool {

@@ -39,20 +39,27 @@ type legacyTaskCreated struct {
 	Task map[string]any `json:"task"`
 }
 
-// modernTask is the 2026 form of row: a DetailedTask, whose status-specific
-// field (inputRequests, result, error) is there when detailed.
-func modernTask(row store.Task, detailed bool) map[string]any {
+// taskFields are the fields a task has in both generations, which name
+// its time to live and poll interval ttlKey and pollKey.
+func taskFields(row store.Task, ttlKey, pollKey string) map[string]any {
 	m := map[string]any{
-		"taskId":         row.ID,
-		"status":         row.Status,
-		"createdAt":      row.CreatedAt.UTC().Format(time.RFC3339Nano),
-		"lastUpdatedAt":  lastUpdated(row).UTC().Format(time.RFC3339Nano),
-		"ttlMs":          row.TTL.Milliseconds(),
-		"pollIntervalMs": taskPoll.Milliseconds(),
+		"taskId":        row.ID,
+		"status":        row.Status,
+		"createdAt":     row.CreatedAt.UTC().Format(time.RFC3339Nano),
+		"lastUpdatedAt": lastUpdated(row).UTC().Format(time.RFC3339Nano),
+		ttlKey:          row.TTL.Milliseconds(),
+		pollKey:         taskPoll.Milliseconds(),
 	}
 	if row.StatusMessage != "" {
 		m["statusMessage"] = row.StatusMessage
 	}
+	return m
+}
+
+// modernTask is the 2026 form of row: a DetailedTask, whose status-specific
+// field (inputRequests, result, error) is there when detailed.
+func modernTask(row store.Task, detailed bool) map[string]any {
+	m := taskFields(row, "ttlMs", "pollIntervalMs")
 	if !detailed {
 		return m
 	}
@@ -72,20 +79,7 @@ func modernTask(row store.Task, detailed bool) map[string]any {
 }
 
 // legacyTask is the 2025 form of row.
-func legacyTask(row store.Task) map[string]any {
-	m := map[string]any{
-		"taskId":        row.ID,
-		"status":        row.Status,
-		"createdAt":     row.CreatedAt.UTC().Format(time.RFC3339Nano),
-		"lastUpdatedAt": lastUpdated(row).UTC().Format(time.RFC3339Nano),
-		"ttl":           row.TTL.Milliseconds(),
-		"pollInterval":  taskPoll.Milliseconds(),
-	}
-	if row.StatusMessage != "" {
-		m["statusMessage"] = row.StatusMessage
-	}
-	return m
-}
+func legacyTask(row store.Task) map[string]any { return taskFields(row, "ttl", "pollInterval") }
 
 func lastUpdated(row store.Task) time.Time {
 	if row.UpdatedAt.IsZero() {

@@ -68,30 +68,41 @@ func (s *Store) CreateTask(ctx context.Context, t Task) error {
 	return nil
 }
 
-// GetTask returns task id of ns. Another namespace's task, and one whose
-// TTL has passed, is ErrNotFound.
-func (s *Store) GetTask(ctx context.Context, ns, id string, now time.Time) (Task, error) {
+// taskColumns are the columns scanTask reads, in its order.
+const taskColumns = `id, namespace, replica, tool, generation, status, status_message, outcome,
+	input_requests, input_responses, cancel_requested, created_at, updated_at, heartbeat_at, ttl_ms`
+
+// scanTask reads one row of taskColumns.
+func scanTask(row interface{ Scan(...any) error }) (Task, error) {
 	var t Task
 	var outcome, ireq, iresp sql.NullString
 	var cancel int
 	var c, u, h, ttl int64
-	err := s.r.QueryRowContext(ctx, s.q(`SELECT id, namespace, replica, tool, generation, status, status_message, outcome,
-		input_requests, input_responses, cancel_requested, created_at, updated_at, heartbeat_at, ttl_ms
-		FROM tasks WHERE id = ? AND namespace = ?`), id, ns).Scan(&t.ID, &t.Namespace, &t.Replica, &t.Tool, &t.Generation,
-		&t.Status, &t.StatusMessage, &outcome, &ireq, &iresp, &cancel, &c, &u, &h, &ttl)
-	if errors.Is(err, sql.ErrNoRows) {
+	if err := row.Scan(&t.ID, &t.Namespace, &t.Replica, &t.Tool, &t.Generation, &t.Status, &t.StatusMessage,
+		&outcome, &ireq, &iresp, &cancel, &c, &u, &h, &ttl); err != nil {
+		return Task{}, err
+	}
+	t.CreatedAt, t.UpdatedAt, t.HeartbeatAt = fromNanos(c), fromNanos(u), fromNanos(h)
+	t.TTL = time.Duration(ttl) * time.Millisecond
+	t.CancelRequested = cancel != 0
+	t.Outcome, t.InputRequests, t.InputResponses = raw(outcome), raw(ireq), raw(iresp)
+	return t, nil
+}
+
+// expired says t's TTL has passed at now: it is gone, whether or not the
+// sweep deleted it yet.
+func (t Task) expired(now time.Time) bool { return now.After(t.CreatedAt.Add(t.TTL)) }
+
+// GetTask returns task id of ns. Another namespace's task, and one whose
+// TTL has passed, is ErrNotFound.
+func (s *Store) GetTask(ctx context.Context, ns, id string, now time.Time) (Task, error) {
+	t, err := scanTask(s.r.QueryRowContext(ctx, s.q("SELECT "+taskColumns+" FROM tasks WHERE id = ? AND namespace = ?"), id, ns))
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && t.expired(now)) {
 		return Task{}, fmt.Errorf("task %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return Task{}, fmt.Errorf("task %s: %w", id, err)
 	}
-	t.CreatedAt, t.UpdatedAt, t.HeartbeatAt = fromNanos(c), fromNanos(u), fromNanos(h)
-	t.TTL = time.Duration(ttl) * time.Millisecond
-	if now.After(t.CreatedAt.Add(t.TTL)) {
-		return Task{}, fmt.Errorf("task %s: %w", id, ErrNotFound)
-	}
-	t.CancelRequested = cancel != 0
-	t.Outcome, t.InputRequests, t.InputResponses = raw(outcome), raw(ireq), raw(iresp)
 	return t, nil
 }
 
@@ -112,34 +123,24 @@ func nullJSON(m json.RawMessage) any {
 // ListTasks returns the tasks of ns whose TTL has not passed, newest
 // first, at most limit.
 func (s *Store) ListTasks(ctx context.Context, ns string, now time.Time, limit int) ([]Task, error) {
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id FROM tasks WHERE namespace = ?
+	rows, err := s.r.QueryContext(ctx, s.q("SELECT "+taskColumns+` FROM tasks WHERE namespace = ?
 		ORDER BY created_at DESC, id LIMIT ?`), ns, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
-	var ids []string
+	defer rows.Close()
+	var out []Task
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
+		t, err := scanTask(rows)
+		if err != nil {
 			return nil, fmt.Errorf("list tasks: %w", err)
 		}
-		ids = append(ids, id)
+		if !t.expired(now) {
+			out = append(out, t)
+		}
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	var out []Task
-	for _, id := range ids {
-		t, err := s.GetTask(ctx, ns, id, now)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
 	}
 	return out, nil
 }
@@ -186,15 +187,6 @@ func (s *Store) UpdateTask(ctx context.Context, id string, u TaskUpdate, now tim
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 0 {
 		return fmt.Errorf("update task %s: %w", id, ErrNotFound)
-	}
-	return nil
-}
-
-// Heartbeat says this replica still runs task id.
-func (s *Store) Heartbeat(ctx context.Context, id string, now time.Time) error {
-	_, err := s.w.ExecContext(ctx, s.q("UPDATE tasks SET heartbeat_at = ? WHERE id = ?"), nanos(now), id)
-	if err != nil {
-		return fmt.Errorf("task heartbeat %s: %w", id, err)
 	}
 	return nil
 }
