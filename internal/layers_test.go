@@ -32,7 +32,8 @@ const layers = `
 	# Leaves: the standard library only.
 	NONE < channel, dashboard, editdist, egress, metrics,
 	       mountinfo, pii, proc, procdir, runner, seccomp, store, textcut;
-	editdist < analysis, catalog, config;
+	editdist < analysis, catalog;
+	editdist, egress < config;
 
 	# Test kits, imported by tests (and by the bench) only.
 	NONE < dashboard/browsertest, gate/gatetest, httpapi/httpapitest;

@@ -156,11 +156,47 @@ type Sandbox struct {
 	ExternalEnvironments []string
 }
 
-// Network says what network the sandbox gets.
+// Network says what the sandbox's code may reach. With "none" (the
+// default) it has no network at all; with "allowlist" it reaches what
+// Allow admits through codecell's egress proxy, and nothing else.
 type Network struct {
-	Mode  string   // "none" (default) | "allowlist"
-	Allow []string // domain names (a leading "*." matches subdomains), only with "allowlist"
+	Mode string // "none" (default) | "allowlist"
+	// Allow are rules: "api.example.com" (ports 80 and 443),
+	// "api.example.com:8443", "*.example.com" (names under it), ":*" for
+	// any port, and addresses or CIDRs ("10.0.0.0/8:5432"). Lower case.
+	Allow []string
+	// Hosts pins names to addresses (JSON "hosts"), in place of DNS; a
+	// pinned address may be a private one.
+	Hosts map[string][]string
+	// Headers are added to every HTTPS request to a host an Allow rule
+	// admits, by name: {"api.github.com": {"Authorization": "Bearer
+	// ${GITHUB_TOKEN}"}}. ${VAR} comes from codecell's environment; the
+	// code never sees the values (the proxy ends its TLS to those hosts).
+	Headers map[string]map[string]string
+	// Roots is a PEM file of further certificate authorities, trusted by
+	// the proxy and by the code (a private CA); "" for the system's only.
+	Roots string
+	// MaxConnections (default 100) and MaxBytes (default 256 MiB, both
+	// ways together) bound each execution's traffic.
+	MaxConnections int
+	MaxBytes       int64
+	// Namespaces give a namespace its own Allow and Headers in place of
+	// these (JSON "namespaces": {"team-a": {"allow": [...]}}); an empty
+	// allow there turns the network off for it.
+	Namespaces map[string]NamespaceNetwork
 }
+
+// NamespaceNetwork is one namespace's Network.Allow and Headers.
+type NamespaceNetwork struct {
+	Allow   []string
+	Headers map[string]map[string]string
+}
+
+// Network defaults.
+const (
+	DefaultMaxConnections = 100
+	DefaultMaxBytes       = 256 << 20
+)
 
 // Policy decides which upstream tools code may call. Patterns match
 // "server.tool" with path.Match syntax (* and ?, [...] classes); a call is
@@ -260,7 +296,7 @@ func Default() *Config {
 			NamespaceConcurrency: 8,
 			Preload:              append([]string(nil), DefaultPreload...),
 			AnswerBudget:         DefaultAnswerBudget,
-			Network:              Network{Mode: "none"},
+			Network:              Network{Mode: "none", MaxConnections: DefaultMaxConnections, MaxBytes: DefaultMaxBytes},
 		},
 		Policy:   Policy{Allow: []string{"*"}, ApprovalTimeout: 10 * time.Minute},
 		PII:      PII{Mode: "tokenize", PhoneRegion: "US"},

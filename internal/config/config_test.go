@@ -227,7 +227,7 @@ func TestParseFull(t *testing.T) {
 			Memory: 1 << 30, Pids: 128, CPUTime: 2 * time.Minute, Output: 64 << 10, FileSize: 10_000_000,
 			OpenFiles: 1024, TmpSize: 3 << 29, WorkspaceQuota: 2 << 30, WorkspaceEntries: 5000, WorkspaceImages: "off", MaxToolCalls: 50, Pool: 0, IdlePool: 0, Preload: []string{"numpy", "scipy.stats"}, AnswerBudget: 5000,
 			NamespaceIdle: 90 * time.Second, WarmLimit: 4, WarmMemory: 512 << 20, Concurrency: 6, NamespaceConcurrency: 3,
-			Network:    Network{Mode: "allowlist", Allow: []string{"pypi.org", "*.pythonhosted.org"}},
+			Network:    Network{Mode: "allowlist", Allow: []string{"pypi.org", "*.pythonhosted.org"}, MaxConnections: DefaultMaxConnections, MaxBytes: DefaultMaxBytes},
 			Wheelhouse: "/var/wheels",
 		},
 		Policy: Policy{Allow: []string{"github.*", "fs.read_?ile"}, Deny: []string{}, ApprovalTimeout: 10 * time.Minute},
@@ -275,7 +275,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level key", `{"sandbx": {}}`, nil, []want{{"sandbx", `unknown key (did you mean "sandbox"?)`}}},
 		{"unknown nested key", `{"sandbox": {"memroy": "1GiB"}}`, nil, []want{{"sandbox.memroy", `did you mean "memory"?`}}},
 		{"wrong case key", `{"sandbox": {"MaxTimeout": "1m"}}`, nil, []want{{"sandbox.MaxTimeout", `did you mean "maxTimeout"?`}}},
-		{"unknown key lists known", `{"sandbox": {"network": {"proxy": 1}}}`, nil, []want{{"sandbox.network.proxy", "known keys: allow, mode"}}},
+		{"unknown key lists known", `{"sandbox": {"network": {"proxy": 1}}}`, nil, []want{{"sandbox.network.proxy", "known keys: allow, headers, hosts"}}},
 		{"unknown server key", `{"mcpServers": {"gh": {"comand": "x"}}}`, nil, []want{
 			{"mcpServers.gh.comand", `did you mean "command"?`},
 			{"mcpServers.gh", "needs a command"},
@@ -338,7 +338,7 @@ func TestParseErrors(t *testing.T) {
 		{"namespaceConcurrency past concurrency", `{"sandbox": {"concurrency": 2, "namespaceConcurrency": 3}}`, nil, []want{{"sandbox.namespaceConcurrency", "above concurrency (2)"}}},
 		{"bad network mode", `{"sandbox": {"network": {"mode": "open"}}}`, nil, []want{{"sandbox.network.mode", `"open" is not a network mode`}}},
 		{"allow without allowlist", `{"sandbox": {"network": {"allow": ["pypi.org"]}}}`, nil, []want{{"sandbox.network.allow", `only with mode "allowlist"`}}},
-		{"bad domain", `{"sandbox": {"network": {"mode": "allowlist", "allow": ["ok.test", "https://pypi.org"]}}}`, nil, []want{{"sandbox.network.allow[1]", "is not a domain name"}}},
+		{"bad domain", `{"sandbox": {"network": {"mode": "allowlist", "allow": ["ok.test", "https://pypi.org"]}}}`, nil, []want{{"sandbox.network.allow[1]", "is a URL: write its host"}}},
 		{"relative wheelhouse", `{"sandbox": {"wheelhouse": "wheels"}}`, nil, []want{{"sandbox.wheelhouse", "not an absolute path"}}},
 		{"bad index url", `{"sandbox": {"indexUrl": "ftp://pkgs"}}`, nil, []want{{"sandbox.indexUrl", "http:// or https://"}}},
 

@@ -454,6 +454,73 @@ func (d *decoder) setStrMap(dst *map[string]string) field {
 	}
 }
 
+// network decodes sandbox.network.
+func (d *decoder) network(v *value, path string, n *Network) {
+	d.object(v, path, map[string]field{
+		"mode":           d.setStr(&n.Mode),
+		"allow":          d.setRules(&n.Allow),
+		"headers":        d.setHeaders(&n.Headers),
+		"roots":          d.setStr(&n.Roots),
+		"maxConnections": d.setInt(&n.MaxConnections),
+		"maxBytes":       d.setSize(&n.MaxBytes),
+		"hosts": func(v *value, path string) {
+			if v.kind != kindObject {
+				d.fail(path, "must be an object of host names to lists of addresses, not %v", v.kind)
+				return
+			}
+			n.Hosts = map[string][]string{}
+			for _, m := range v.members {
+				var addrs []string
+				d.setStrs(&addrs)(m.val, join(path, m.key))
+				n.Hosts[strings.ToLower(strings.TrimSuffix(m.key, "."))] = addrs
+			}
+		},
+		"namespaces": func(v *value, path string) {
+			if v.kind != kindObject {
+				d.fail(path, "must be an object of namespaces, not %v", v.kind)
+				return
+			}
+			n.Namespaces = map[string]NamespaceNetwork{}
+			for _, m := range v.members {
+				var ns NamespaceNetwork
+				d.object(m.val, join(path, m.key), map[string]field{
+					"allow":   d.setRules(&ns.Allow),
+					"headers": d.setHeaders(&ns.Headers),
+				})
+				n.Namespaces[m.key] = ns
+			}
+		},
+	})
+}
+
+// setRules stores a list of network rules, lower case.
+func (d *decoder) setRules(dst *[]string) field {
+	return func(v *value, path string) {
+		d.setStrs(dst)(v, path)
+		for i, a := range *dst {
+			(*dst)[i] = strings.ToLower(a)
+		}
+	}
+}
+
+// setHeaders stores host -> header -> value, ${VAR} expanded (values are
+// secrets: setStrMap never quotes them).
+func (d *decoder) setHeaders(dst *map[string]map[string]string) field {
+	return func(v *value, path string) {
+		if v.kind != kindObject {
+			d.fail(path, "must be an object of host names to objects of headers, not %v", v.kind)
+			return
+		}
+		out := map[string]map[string]string{}
+		for _, m := range v.members {
+			var h map[string]string
+			d.setStrMap(&h)(m.val, join(path, m.key))
+			out[strings.ToLower(strings.TrimSuffix(m.key, "."))] = h
+		}
+		*dst = out
+	}
+}
+
 // config decodes the top-level object.
 func (d *decoder) config(root *value, c *Config) {
 	if root.kind != kindObject {
@@ -604,17 +671,7 @@ func (d *decoder) sandbox(v *value, path string, s *Sandbox) {
 		"indexUrls":            d.setStrs(&s.IndexURLs),
 		"indexHosts":           d.setStrs(&s.IndexHosts),
 		"allowBuilds":          d.setBool(&s.AllowBuilds),
-		"network": func(v *value, path string) {
-			d.object(v, path, map[string]field{
-				"mode": d.setStr(&s.Network.Mode),
-				"allow": func(v *value, path string) {
-					d.setStrs(&s.Network.Allow)(v, path)
-					for i, a := range s.Network.Allow {
-						s.Network.Allow[i] = strings.ToLower(a)
-					}
-				},
-			})
-		},
+		"network": func(v *value, path string) { d.network(v, path, &s.Network) },
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"path"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codecell/codecell/internal/egress"
 	"github.com/nyaruka/phonenumbers"
+	"golang.org/x/net/http/httpguts"
 )
 
 var (
@@ -230,20 +233,7 @@ func (k *checker) sandbox(s *Sandbox) {
 	if s.AnswerBudget != 0 {
 		k.between(p+".answerBudget", s.AnswerBudget, MinAnswerBudget, -1)
 	}
-	switch s.Network.Mode {
-	case "none":
-		if len(s.Network.Allow) > 0 {
-			k.add(p+".network.allow", []string{p + ".network.mode"}, `applies only with mode "allowlist"`)
-		}
-	case "allowlist":
-		for i, a := range s.Network.Allow {
-			if !isDomain(a) {
-				k.addf(index(p+".network.allow", i), `%q is not a domain name (write "example.com" or "*.example.com")`, a)
-			}
-		}
-	default:
-		k.addf(p+".network.mode", `%q is not a network mode (want "none" or "allowlist")`, s.Network.Mode)
-	}
+	k.network(p+".network", s.Network)
 	for i, u := range s.IndexURLs {
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 			k.addf(fmt.Sprintf("%s.indexUrls[%d]", p, i), "%q is not an http:// or https:// URL with a host", u)
@@ -434,6 +424,80 @@ func canonicalOrigin(s string) (string, bool) {
 		}
 	}
 	return scheme + "://" + host, true
+}
+
+// network checks sandbox.network.
+func (k *checker) network(p string, n Network) {
+	switch n.Mode {
+	case "none":
+		for key, set := range map[string]bool{"allow": len(n.Allow) > 0, "headers": len(n.Headers) > 0,
+			"hosts": len(n.Hosts) > 0, "namespaces": len(n.Namespaces) > 0, "roots": n.Roots != ""} {
+			if set {
+				k.add(p+"."+key, []string{p + ".mode"}, `applies only with mode "allowlist"`)
+			}
+		}
+	case "allowlist":
+	default:
+		k.addf(p+".mode", `%q is not a network mode (want "none" or "allowlist")`, n.Mode)
+	}
+	k.rules(p, n.Allow, n.Headers)
+	for name, addrs := range n.Hosts {
+		if !isDomain(name) || strings.HasPrefix(name, "*.") {
+			k.addf(p+".hosts."+name, "%q is not a host name", name)
+		}
+		if len(addrs) == 0 {
+			k.addf(p+".hosts."+name, "names no address")
+		}
+		for i, a := range addrs {
+			ip, err := netip.ParseAddr(a)
+			if err != nil {
+				k.addf(index(p+".hosts."+name, i), "%q is not an IP address", a)
+			} else if err := egress.CheckAddr(ip); err != nil {
+				k.addf(index(p+".hosts."+name, i), "%s: a sandbox may never reach it", strings.TrimPrefix(err.Error(), egress.ErrRefused.Error()+": "))
+			}
+		}
+	}
+	if n.Roots != "" && !filepath.IsAbs(n.Roots) {
+		k.addf(p+".roots", "%q is not an absolute path", n.Roots)
+	}
+	k.between(p+".maxConnections", n.MaxConnections, 1, 100_000)
+	if n.MaxBytes < 1<<20 {
+		k.addf(p+".maxBytes", "%d bytes is below the minimum 1 MiB", n.MaxBytes)
+	}
+	for ns, nn := range n.Namespaces {
+		if !namespaceRE.MatchString(ns) {
+			k.addf(p+".namespaces."+ns, "%q is not a namespace name (^[a-z0-9][a-z0-9_-]{0,62}$)", ns)
+		}
+		k.rules(p+".namespaces."+ns, nn.Allow, nn.Headers)
+	}
+}
+
+// rules checks one allow list and the headers that go with it.
+func (k *checker) rules(p string, allow []string, headers map[string]map[string]string) {
+	rules := make([]egress.Rule, 0, len(allow))
+	for i, a := range allow {
+		r, err := egress.ParseRule(a)
+		if err != nil {
+			k.addf(index(p+".allow", i), "%v", err)
+			continue
+		}
+		rules = append(rules, r)
+	}
+	for host, hs := range headers {
+		if !slices.ContainsFunc(rules, func(r egress.Rule) bool { return r.Admits(host, 443) }) {
+			k.add(p+".headers."+host, []string{p + ".allow"}, "%q is not a host the allow list admits on port 443 (headers go with HTTPS requests to an allowed name)", host)
+		}
+		for name := range hs {
+			if !httpguts.ValidHeaderFieldName(name) {
+				k.addf(p+".headers."+host+"."+name, "%q is not a header name", name)
+			}
+		}
+		for name, v := range hs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				k.addf(p+".headers."+host+"."+name, "the value is not a valid header value (a line break or a control character)")
+			}
+		}
+	}
 }
 
 // isDomain reports whether s is a DNS name, optionally with a leading "*.".

@@ -23,7 +23,7 @@ func setup(t *testing.T, backend *httptest.Server, hosts []string, table map[str
 	t.Helper()
 	var dialled []netip.AddrPort
 	p := &Proxy{
-		Hosts: hosts,
+		Policy: mustHosts(t, hosts...),
 		Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
 			if a, ok := table[host]; ok {
 				return a, nil
@@ -100,8 +100,8 @@ func TestProxyRefuses(t *testing.T) {
 	hosts := []string{"pkgs.example:443", "rebind.example:443", "meta.example:80", "v6meta.example:443", "mapped.example:443", "loopback.example:443", "127.0.0.1:8080", "[::1]:443"}
 	client, dialled := setup(t, indexServer(t, false), hosts, table)
 	for _, tc := range []struct{ url, want string }{
-		{"https://other.example/", "not a host this install may reach"},
-		{"https://pkgs.example:8443/", "not a host this install may reach"},
+		{"https://other.example/", "is not allowed"},
+		{"https://pkgs.example:8443/", "is not allowed"},
 		{"https://rebind.example/", "loopback"},
 		{"http://meta.example/latest/meta-data/", "link-local"},
 		{"https://v6meta.example/", "metadata"},
@@ -143,8 +143,8 @@ func TestCheckAddr(t *testing.T) {
 // TestProxyTunnels: an https:// request to a listed host goes through a
 // CONNECT tunnel to the checked address, TLS end to end.
 func TestProxyTunnels(t *testing.T) {
-	client, dialled := setup(t, indexServer(t, true), []string{"pkgs.example:443"}, map[string][]netip.Addr{"pkgs.example": {public}})
-	resp, err := client.Get("https://pkgs.example/simple/")
+	client, dialled := setup(t, indexServer(t, true), []string{"example.com:443"}, map[string][]netip.Addr{"example.com": {public}})
+	resp, err := client.Get("https://example.com/simple/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestProxyTunnels(t *testing.T) {
 // boundedly, for whoever ran the client to show (issue #30: pip showed
 // only "403 Forbidden", the unresolved name was in the log alone).
 func TestProxyRefusals(t *testing.T) {
-	p := &Proxy{Hosts: []string{"pypi.org:443"},
+	p := &Proxy{Policy: mustHosts(t, "pypi.org:443"),
 		Resolve: func(context.Context, string) ([]netip.Addr, error) { return nil, errors.New("no such host") }}
 	for range 3 { // a retrying client: one reason kept
 		rec := httptest.NewRecorder()
@@ -178,4 +178,13 @@ func TestProxyRefusals(t *testing.T) {
 	if !strings.Contains(got[0], "resolve pypi.org: no such host") {
 		t.Errorf("first refusal %q, want the resolver's reason", got[0])
 	}
+}
+
+func mustHosts(t *testing.T, hosts ...string) *Policy {
+	t.Helper()
+	p, err := ForHosts(hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

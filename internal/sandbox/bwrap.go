@@ -75,6 +75,12 @@ type bwrapSpec struct {
 	Skills       string // the namespace's skills directory, mounted at SkillsMount; "" for none
 	TmpSize      int64
 	Preload      []string // the runner's --preload argument, or nil
+	// Network, when set, is the sandbox's way out: EgressSock (the
+	// proxy's socket on the host) is bound at EgressMount and the
+	// network's trust store at TrustMount, with their environment.
+	Network    *Network
+	EgressSock string
+	TrustFD    int // Network.Trust, for TrustMount
 }
 
 // bwrapFile is a file bubblewrap writes into the sandbox from a descriptor.
@@ -174,6 +180,16 @@ func bwrapArgs(s bwrapSpec) []string {
 	}
 	for _, kv := range sandboxEnv {
 		a = append(a, "--setenv", kv[0], kv[1])
+	}
+	if s.Network != nil {
+		// Still no interface but loopback: the socket is the way out.
+		a = append(a, "--perms", "0755", "--dir", path.Dir(EgressMount), "--bind", s.EgressSock, EgressMount)
+		if s.TrustFD > 0 {
+			a = append(a, "--perms", "0444", "--file", fd(s.TrustFD), TrustMount)
+		}
+		for _, kv := range networkEnv(s.Network) {
+			a = append(a, "--setenv", kv[0], kv[1])
+		}
 	}
 	if s.Gen != "" {
 		a = append(a, "--ro-bind", s.Gen, GenMount)

@@ -110,7 +110,11 @@ func (m *Manager) Run(ctx context.Context, c Command) (*CommandResult, error) {
 	var egressSock string
 	var proxy *egress.Proxy
 	if len(c.Egress) > 0 {
-		sock, p, stop, err := m.startEgress(ctx, c.Egress)
+		pol, err := egress.ForHosts(c.Egress)
+		if err != nil {
+			return nil, fmt.Errorf("egress proxy: %w", err)
+		}
+		sock, p, stop, err := m.startEgress(ctx, pol)
 		proxy = p
 		if err != nil {
 			return nil, err
@@ -232,9 +236,9 @@ func (t *tailBuffer) String() string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
-// startEgress serves an egress proxy for hosts on a Unix socket in a
+// startEgress serves an egress proxy for pol on a Unix socket in a
 // directory of its own, which the sandbox's user can reach, until stop.
-func (m *Manager) startEgress(ctx context.Context, hosts []string) (sock string, p *egress.Proxy, stop func(), err error) {
+func (m *Manager) startEgress(ctx context.Context, pol *egress.Policy) (sock string, p *egress.Proxy, stop func(), err error) {
 	dir, err := os.MkdirTemp("", "codecell-egress-")
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("egress proxy: %w", err)
@@ -257,7 +261,7 @@ func (m *Manager) startEgress(ctx context.Context, hosts []string) (sock string,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	p = &egress.Proxy{Hosts: hosts, Log: m.log}
+	p = &egress.Proxy{Policy: pol, Log: m.log}
 	go func() {
 		defer close(done)
 		p.Serve(ctx, ln)

@@ -520,6 +520,7 @@ type target struct {
 	// importsBeyondStdlib): a workspace has a pool of each kind.
 	preload bool
 	epoch   uint64 // the workspace's epoch (Refresh) when the target was made
+	network *Network
 }
 
 // sameBut says whether tg and other differ in their kind of fork server
@@ -558,6 +559,7 @@ func (m *Manager) targetOf(req *Request) target {
 		tg.skills, tg.skillsDir = req.Skills, dirID(req.Skills)
 	}
 	tg.preload = len(m.opts.Preload) > 0 && importsBeyondStdlib(req.Code)
+	tg.network = req.Network
 	m.mu.Lock()
 	tg.epoch = m.epochs[tg.workspace]
 	m.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/codecell/codecell/internal/egress"
 	"github.com/codecell/codecell/internal/textcut"
 )
 
@@ -45,6 +46,10 @@ type Request struct {
 	// root of the code's "skills" package, shown read-only at SkillsMount
 	// (development: imported from where it is). "" means none.
 	Skills string
+	// Network is what the code may reach; nil means nothing (no network
+	// at all). Sandboxes are pooled per Network, so a namespace's is one
+	// value for all its requests.
+	Network *Network
 
 	// Calls answers the code's calls to the host (tool calls, tool search);
 	// nil means the code can make none.
@@ -121,6 +126,11 @@ type Result struct {
 	ImagesDropped []string      `json:"images_dropped,omitempty"`
 	Duration      time.Duration `json:"-"`
 	Isolation     Level         `json:"isolation"`
+	// Network is what went out through the egress proxy, one Flow per
+	// destination and outcome; NetworkDropped counts the destinations
+	// past the list's bound.
+	Network        []egress.Flow `json:"network,omitempty"`
+	NetworkDropped int           `json:"network_dropped,omitempty"`
 }
 
 // Truncated says which output streams were cut at the output limit.

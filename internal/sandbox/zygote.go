@@ -37,6 +37,8 @@ type zygote struct {
 	// cg holds every process of the sandbox (bubblewrap, the fork server,
 	// each execution's); nil where the host has no cgroup for it.
 	cg *cgroup.Group
+	// egress is the sandbox's proxy; nil without a network.
+	egress *sandboxEgress
 }
 
 // ctlMsg is a message on the control socket.
@@ -67,7 +69,8 @@ const (
 )
 
 // startZygote starts a fork server for workspace and waits until it is ready.
-func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
+func (m *Manager) startZygote(ctx context.Context, tg target) (z *zygote, err error) {
+	var eg *sandboxEgress
 	workspace := tg.workspace
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -101,11 +104,36 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		extra = []*os.File{childEnd}
 	case Production:
+		if tg.network != nil {
+			if eg, err = m.egressFor(tg.network); err != nil {
+				childEnd.Close()
+				conn.Close()
+				return nil, err
+			}
+			// Until the zygote owns it: every failure below returns.
+			defer func() {
+				if z == nil {
+					eg.stop()
+				}
+			}()
+		}
 		rtFiles, rtSpec, err := memFiles(m.runtimeFiles, 7)
 		if err != nil {
 			childEnd.Close()
 			conn.Close()
 			return nil, fmt.Errorf("runner files: %w", err)
+		}
+		trustFD := 0
+		if tg.network != nil && len(tg.network.Trust) > 0 {
+			trust, _, err := memFiles([]runner.File{{Data: tg.network.Trust}}, 0)
+			if err != nil {
+				closeAll(rtFiles)
+				childEnd.Close()
+				conn.Close()
+				return nil, fmt.Errorf("trust store: %w", err)
+			}
+			trustFD = 7 + len(rtFiles)
+			rtFiles = append(rtFiles, trust...)
 		}
 		args := bwrapArgs(bwrapSpec{
 			Python:       tg.python,
@@ -120,6 +148,9 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 			Skills:       tg.skills,
 			TmpSize:      m.limits.TmpSize,
 			Preload:      m.preloadArg(tg),
+			Network:      tg.network,
+			EgressSock:   eg.socket(),
+			TrustFD:      trustFD,
 		})
 		seccompFile, err := pipeWith(m.opts.Seccomp)
 		if err != nil {
@@ -191,7 +222,8 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 		}
 		return nil, fmt.Errorf("start %s sandbox: %w", m.opts.Level, err)
 	}
-	z := &zygote{
+	z = &zygote{
+		egress: eg,
 		cg:    cg,
 		level: m.opts.Level,
 		cmd:   cmd,
@@ -414,6 +446,9 @@ func (z *zygote) kill() {
 		// Kills whatever of the sandbox is left and removes its cgroup.
 		z.cg.Close()
 	}
+	if z.egress != nil {
+		z.egress.stop()
+	}
 }
 
 func (z *zygote) alive() bool {
@@ -502,6 +537,8 @@ const sessionGrace = 200 * time.Millisecond
 // exchange, which ends with the result frame (and the pipes, bounded by
 // sessionGrace); otherwise it ends when the process and its pipes have.
 func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Request, lim Limits, res *Result, session bool) outcome {
+	meter := z.egress.begin()
+	defer z.egress.end(meter, res)
 	x := newExchange(lim, req)
 	oomBefore := z.cg.OOMKills()
 	var pipes [4]*os.File // stdout r, w; stderr r, w

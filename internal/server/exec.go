@@ -243,6 +243,7 @@ func (s *Server) runCode(ctx context.Context, j job) (*mcp.CallToolResult, Execu
 	sreq := sandbox.Request{
 		Workspace:     s.Workspace(j.Namespace),
 		Skills:        s.skillsDir(ctx, j.Namespace),
+		Network:       s.networks.of(j.Namespace),
 		Code:          j.Code,
 		Context:       j.Context,
 		Args:          j.Args,

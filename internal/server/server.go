@@ -91,6 +91,8 @@ type Server struct {
 	tools   *toolIndex
 	policy  policy
 	dataDir string
+	// networks are what each namespace's code may reach (sandbox.network).
+	networks *networks
 	// sessions are the live interpreters of execute_code's session_id.
 	sessions *sessions
 	activity activity        // executions under way, for TrimWhenIdle
@@ -155,6 +157,11 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.New(g.LogHandler(log.Handler()))
 		log = s.log
 	}
+	nets, err := newNetworks(opts.Config.Sandbox.Network)
+	if err != nil {
+		return nil, err
+	}
+	s.networks = nets
 	s.initMetrics()
 	s.tasks = newTasks(s)
 	s.tenants.idle = opts.Config.Sandbox.NamespaceIdle

@@ -306,7 +306,7 @@ func (c sandboxCompiler) Compile(ctx context.Context, ns, filename, code string)
 // of ns's executions: its workspace, skills and interpreter. The pool keeps
 // warm sandboxes by it.
 func (s *Server) namespaceRequest(ctx context.Context, ns string) (sandbox.Request, error) {
-	req := sandbox.Request{Workspace: s.Workspace(ns), Skills: s.skillsDir(ctx, ns)}
+	req := sandbox.Request{Workspace: s.Workspace(ns), Skills: s.skillsDir(ctx, ns), Network: s.networks.of(ns)}
 	if _, err := s.volume(ns); err != nil { // mounted before a sandbox binds it
 		return req, err
 	}

@@ -367,6 +367,111 @@ def thread_limit(limits):
 _limits = {}  # this execution's limits, for guard_thread_start's message
 
 
+# --- the network ----------------------------------------------------------
+
+# The egress proxy's socket, where the sandbox has a network: the code's
+# only way out (the sandbox has no interface but loopback). Clients that
+# take an HTTP proxy by host and port (HTTP_PROXY: urllib, requests, pip)
+# reach it through a relay on loopback that this process serves; code that
+# connects to a host directly (http.client, socket.create_connection) is
+# sent through the same relay as a CONNECT. Neither is a boundary: the
+# proxy on the host decides, whatever the code sends it.
+_EGRESS = os.environ.get("CODECELL_EGRESS")
+_EGRESS_PORT = 3128
+_egress_on = False
+if _EGRESS:
+    import socket as _sockmod  # before the fork, so children have it
+
+
+def egress_relay():
+    """Serves the relay in this process (once) and routes direct
+    connections through it."""
+    global _egress_on
+    if not _EGRESS or _egress_on:
+        return
+    _egress_on = True
+    ln = _sockmod.socket()
+    ln.setsockopt(_sockmod.SOL_SOCKET, _sockmod.SO_REUSEADDR, 1)
+    try:
+        ln.bind(("127.0.0.1", _EGRESS_PORT))
+    except OSError:
+        ln.close()  # a session's earlier relay, or the code's own: leave it
+    else:
+        ln.listen(64)
+        threading.Thread(target=_relay_accept, args=(ln,), daemon=True, name="codecell-egress").start()
+    _sockmod.create_connection = _via_proxy(_sockmod.create_connection)
+
+
+def _relay_accept(ln):
+    while True:
+        try:
+            c, _ = ln.accept()
+        except OSError:
+            return
+        u = _sockmod.socket(_sockmod.AF_UNIX)
+        try:
+            u.connect(_EGRESS)
+        except OSError:
+            c.close()
+            u.close()
+            continue
+        threading.Thread(target=_relay_pipe, args=(c, u), daemon=True).start()
+        threading.Thread(target=_relay_pipe, args=(u, c), daemon=True).start()
+
+
+def _relay_pipe(a, b):
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    try:
+        b.shutdown(_sockmod.SHUT_WR)
+    except OSError:
+        pass
+
+
+def _via_proxy(orig):
+    def create_connection(address, timeout=_sockmod._GLOBAL_DEFAULT_TIMEOUT, source_address=None, *args, **kwargs):
+        host, port = address[0], address[1]
+        if host in ("localhost", "::1") or str(host).startswith("127."):
+            return orig(address, timeout, source_address, *args, **kwargs)
+        s = orig(("127.0.0.1", _EGRESS_PORT), timeout)
+        try:
+            authority = "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
+            s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (authority, authority)).encode("ascii"))
+            head = b""
+            while not head.endswith(b"\r\n\r\n"):  # a byte at a time: what follows is the host's
+                b = s.recv(1)
+                if not b or len(head) > 65536:
+                    raise ConnectionError("codecell's egress proxy closed the connection to %s" % authority)
+                head += b
+            status = head.split(b" ", 2)[1] if head.count(b" ") >= 1 else b""
+            if status != b"200":
+                length = 0
+                for line in head.split(b"\r\n"):
+                    k, _, v = line.partition(b":")
+                    if k.strip().lower() == b"content-length":
+                        length = int(v.strip() or 0)
+                body = b""
+                while len(body) < min(length, 4096):
+                    b = s.recv(4096)
+                    if not b:
+                        break
+                    body += b
+                raise ConnectionRefusedError("codecell's egress proxy refused %s: %s" % (
+                    authority, body.decode("utf-8", "replace").strip() or head.split(b"\r\n")[0].decode("latin-1")))
+        except BaseException:
+            s.close()
+            raise
+        return s
+    create_connection._codecell = True
+    return create_connection
+
+
 def guard_thread_start(limits):
     """Makes a thread that cannot start say which limit stopped it, at the
     moment it fails (by the time the error reaches the runner, the code's
@@ -686,6 +791,8 @@ def execute(chan, req, outfds=None, glb=None, pipes=None):
     limits = req.get("limits", {})
     if pipes is None:
         pipes = capture_output(chan, outfds)
+    if _EGRESS:
+        egress_relay()
     filename = req.get("filename") or CELL
     sys.argv = [filename] + list(req.get("args") or [])
 
