@@ -37,7 +37,7 @@ const layers = `
 
 	# Test kits, imported by tests (and by the bench) only.
 	NONE < dashboard/browsertest, gate/gatetest, httpapi/httpapitest;
-	proc < store/pgtest;
+	proc < store/pgtest, testnet;
 
 	NONE < MCP;
 

@@ -104,9 +104,7 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 		}
 		ups.Close()
 	}
-	if keys := inactiveKeys(cfg); len(keys) > 0 {
-		fmt.Fprintf(w, "not active yet\t%s: validated, not yet acted on by this version\n", strings.Join(keys, ", "))
-	}
+	fmt.Fprintf(w, "network\t%s\n", networkSummary(cfg))
 	w.Flush()
 	if configuredErr != nil {
 		return fmt.Errorf("the configured isolation level %s cannot run here: %v", configured, configuredErr)
@@ -196,14 +194,26 @@ func cgroupState(level sandbox.Level, memory int64) string {
 		h, memory>>20, extra>>20, level)
 }
 
-// inactiveKeys lists the config's keys that are validated but not yet
-// acted on by this version, so doctor says so rather than pretend; a key
-// the config does not set needs no word.
-func inactiveKeys(cfg *config.Config) []string {
-	if cfg.Sandbox.Network.Mode == "allowlist" || len(cfg.Sandbox.Network.Allow) > 0 {
-		return []string{"sandbox.network.allow"}
+// networkSummary says what the code may reach (sandbox.network).
+func networkSummary(cfg *config.Config) string {
+	n := cfg.Sandbox.Network
+	if n.Mode != "allowlist" {
+		return "none: the code has no network"
 	}
-	return nil
+	s := fmt.Sprintf("allowlist through the egress proxy: %s", strings.Join(n.Allow, ", "))
+	if len(n.Allow) == 0 {
+		s = "allowlist, empty: nothing is reachable"
+	}
+	if len(n.Namespaces) > 0 {
+		s += fmt.Sprintf("; %d namespaces with their own", len(n.Namespaces))
+	}
+	if len(n.Headers) > 0 {
+		s += fmt.Sprintf("; headers added for %d hosts", len(n.Headers))
+	}
+	if cfg.Sandbox.Isolation == "development" {
+		s += " (development isolation: the code has the host's network, the allowlist is not enforced)"
+	}
+	return s
 }
 
 // seccompSummary says what the filter refuses: the calls it refuses

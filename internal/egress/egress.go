@@ -326,6 +326,17 @@ func stripHop(h http.Header) {
 func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, m *Meter, t target, err error) {
 	p.logf("refused", r.Method, r.Host, err)
 	p.noteRefusal(m, t, err)
+	// The reason goes in the status line as well as the body: a client
+	// that fails a CONNECT shows only the status line (Python's
+	// "Tunnel connection failed: 403 ..."), so the code can print why.
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, buf, herr := hj.Hijack(); herr == nil {
+			defer conn.Close()
+			writeRefusal(buf, err)
+			buf.Flush()
+			return
+		}
+	}
 	http.Error(w, err.Error(), http.StatusForbidden)
 }
 

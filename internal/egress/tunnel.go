@@ -256,10 +256,17 @@ func checkHost(req *http.Request, t target) error {
 	return fmt.Errorf("%w: a request for %q in the tunnel to %s", ErrRefused, clip(req.Host), t)
 }
 
-// writeRefusal answers a request in a tunnel with a 403 and the reason.
+// writeRefusal answers a request with a 403 whose status line and body
+// say why, and closes the connection.
 func writeRefusal(w io.Writer, err error) {
+	reason := strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, clip(strings.TrimPrefix(err.Error(), ErrRefused.Error()+": ")))
 	body := err.Error() + "\n"
-	fmt.Fprintf(w, "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	fmt.Fprintf(w, "HTTP/1.1 403 Forbidden by codecell: %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", reason, len(body), body)
 }
 
 // limited reads at most n bytes while n >= 0 (a header block's bound),

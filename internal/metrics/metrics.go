@@ -69,6 +69,8 @@ type Metrics struct {
 	tasks           *prometheus.CounterVec
 	approvals       *prometheus.CounterVec
 	toolResultBytes prometheus.Counter
+	egressConns     *prometheus.CounterVec
+	egressBytes     *prometheus.CounterVec
 	returnedBytes   prometheus.Counter
 	savedBytes      prometheus.Counter
 }
@@ -107,6 +109,14 @@ func New(opts Options) *Metrics {
 			Name: "codecell_approvals_total",
 			Help: "Tool calls that needed a person's approval, by outcome (accepted, accepted_for_execution, allowed_for_execution, decline, cancel, no_answer, refused).",
 		}, []string{"outcome"}),
+		egressConns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "codecell_egress_connections_total",
+			Help: "Connections code made through the egress proxy (sandbox.network), by outcome (allowed, refused).",
+		}, []string{"outcome"}),
+		egressBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "codecell_egress_bytes_total",
+			Help: "Bytes through the egress proxy, by direction (sent: from the code, received: to it).",
+		}, []string{"direction"}),
 		toolResultBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "codecell_tool_result_bytes_total",
 			Help: "Bytes of upstream tool results that code received in the sandbox.",
@@ -125,7 +135,7 @@ func New(opts Options) *Metrics {
 		reg = prometheus.WrapRegistererWith(prometheus.Labels{"replica": opts.Replica}, reg)
 	}
 	reg.MustRegister(m.executions, m.duration, m.toolCalls, m.piiTokens, m.tasks, m.approvals,
-		m.toolResultBytes, m.returnedBytes, m.savedBytes)
+		m.egressConns, m.egressBytes, m.toolResultBytes, m.returnedBytes, m.savedBytes)
 	if opts.Pool != nil {
 		reg.MustRegister(poolCollector(opts.Pool))
 	}
@@ -160,6 +170,17 @@ func (m *Metrics) Execution(errorType string, d time.Duration, toolResultBytes, 
 	if saved := toolResultBytes - returnedBytes; saved > 0 {
 		m.savedBytes.Add(float64(saved))
 	}
+}
+
+// Egress records one execution's traffic through the egress proxy.
+func (m *Metrics) Egress(allowed, refused int, sent, received int64) {
+	if m == nil || allowed+refused == 0 {
+		return
+	}
+	m.egressConns.WithLabelValues("allowed").Add(float64(allowed))
+	m.egressConns.WithLabelValues("refused").Add(float64(refused))
+	m.egressBytes.WithLabelValues("sent").Add(float64(sent))
+	m.egressBytes.WithLabelValues("received").Add(float64(received))
 }
 
 // ToolCall records one upstream tool call. server and tool are the

@@ -104,12 +104,17 @@ type gvisor struct {
 	// file backs the code's memory, and the gofer); nil where the host has
 	// no cgroup for it.
 	cg *cgroup.Group
+	// egress is the sandbox's proxy and trust its trust store's file;
+	// nil and "" without a network.
+	egress *sandboxEgress
+	trust  string
 }
 
 // startGVisor starts a hardened sandbox for workspace and waits until its
 // runner is ready for an exec frame.
-func (m *Manager) startGVisor(ctx context.Context, tg target) (sandbox, error) {
+func (m *Manager) startGVisor(ctx context.Context, tg target) (_ sandbox, err error) {
 	workspace := tg.workspace
+	started := false
 	if _, err := os.Stat(RunscPath); err != nil {
 		return nil, errNoRunsc()
 	}
@@ -138,7 +143,32 @@ func (m *Manager) startGVisor(ctx context.Context, tg target) (sandbox, error) {
 	for _, d := range m.readOnlyDirs(tg) {
 		ro = append(ro, hostBind{Source: d, Dest: d, Dir: true})
 	}
+	runArgs := []string{"run", "--bundle", g.bundle, id}
+	var trust string
+	if tg.network != nil {
+		if g.egress, err = m.egressFor(tg.network); err != nil {
+			return nil, fmt.Errorf("start hardened sandbox: %w", err)
+		}
+		defer func() {
+			if !started {
+				g.egress.stop()
+			}
+		}()
+		if len(tg.network.Trust) > 0 {
+			trust = filepath.Join(base, id+".trust.pem")
+			if err := os.WriteFile(trust, tg.network.Trust, 0o644); err != nil {
+				return nil, fmt.Errorf("start hardened sandbox: %w", err)
+			}
+			g.trust = trust
+		}
+		// runsc run's own flag: the sandbox may connect to host sockets
+		// bound into it, of which it has one.
+		runArgs = append([]string{"--host-uds=open"}, runArgs...)
+	}
 	err = writeBundle(g.bundle, gvisorSpec{
+		Network:    tg.network,
+		EgressSock: g.egress.socket(),
+		Trust:      trust,
 		Rootfs:    filepath.Join(g.bundle, "rootfs"),
 		Seccomp:   profile,
 		Python:    tg.python,
@@ -169,7 +199,7 @@ func (m *Manager) startGVisor(ctx context.Context, tg target) (sandbox, error) {
 		return nil, fmt.Errorf("start hardened sandbox: %w", err)
 	}
 	g.in, g.out = inW, outR
-	g.cmd = proc.Command(context.Background(), RunscPath, runscArgs(g.root, "run", "--bundle", g.bundle, id)...)
+	g.cmd = proc.Command(context.Background(), RunscPath, runscArgs(g.root, runArgs...)...)
 	g.cmd.Stdin = inR
 	g.cmd.Stdout = outW
 	g.cmd.Stderr = m.stderrSink()
@@ -216,6 +246,7 @@ func (m *Manager) startGVisor(ctx context.Context, tg target) (sandbox, error) {
 			return nil, fmt.Errorf("start hardened sandbox: it exited before it was ready (%v)%s", err, m.lastStderr())
 		}
 		m.log.Debug("hardened sandbox ready", "container", id, "duration", time.Since(begin))
+		started = true
 		return g, nil
 	case <-timer.C:
 		g.kill()
@@ -379,6 +410,10 @@ func (g *gvisor) kill() {
 		if g.cg != nil {
 			g.cg.Close()
 		}
+		if g.egress != nil {
+			g.egress.stop()
+			os.Remove(g.trust)
+		}
 	})
 }
 
@@ -493,6 +528,8 @@ func (e *exitedFrame) exitInfo() exitInfo {
 func (g *gvisor) run(ctx context.Context, req *Request, lim Limits, res *Result, release func(reusable bool)) {
 	x := newExchange(lim, req)
 	x.endAt = channel.TypeExited
+	meter := g.egress.begin()
+	defer g.egress.end(meter, res)
 	oomBefore := g.cg.OOMKills()
 	oom := func() bool { return g.cg.OOMKills() > oomBefore }
 	defer func() {
@@ -677,6 +714,12 @@ type gvisorSpec struct {
 	Preload   []string // the runner's --preload argument, or nil
 	// Seccomp is the policy gVisor enforces on the code; nil means none.
 	Seccomp *seccomp.Profile
+	// Network, when set, is the sandbox's way out: EgressSock (the
+	// proxy's socket on the host) at EgressMount, the trust store (a
+	// file in the bundle, Trust) at TrustMount, and their environment.
+	Network    *Network
+	EgressSock string
+	Trust      string
 }
 
 // hostBind is a host path bound into the container.
@@ -796,6 +839,17 @@ func ociConfig(s gvisorSpec) ociSpec {
 	for _, kv := range sandboxEnv {
 		env = append(env, kv[0]+"="+kv[1])
 	}
+	if s.Network != nil {
+		// gVisor's own network stack, with only loopback (--network=none);
+		// the socket, reached with --host-uds=open, is the way out.
+		mounts = append(mounts, bind(s.EgressSock, EgressMount, true))
+		if s.Trust != "" {
+			mounts = append(mounts, bind(s.Trust, TrustMount, false))
+		}
+		for _, kv := range networkEnv(s.Network) {
+			env = append(env, kv[0]+"="+kv[1])
+		}
+	}
 	args := s.Args
 	if args == nil {
 		args = []string{s.Python, "-I", "-B", RuntimeMount + "/codecell_runner.py", "--forkserver", "--scratch", "/tmp:/dev/shm"}
@@ -855,7 +909,7 @@ func writeBundle(dir string, s gvisorSpec) error {
 			return fmt.Errorf("bundle: %w", err)
 		}
 	}
-	files := map[string]bool{}
+	files := map[string]bool{EgressMount: true, TrustMount: true}
 	for _, b := range s.ReadOnly {
 		files[b.Dest] = !b.Dir
 	}

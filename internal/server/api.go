@@ -98,7 +98,10 @@ type ExecutionEntry struct {
 	DurationMS     int64           `json:"duration_ms"`
 	ToolCalls      json.RawMessage `json:"tool_calls"` // [{name, ok, duration_ms}]
 	Isolation      string          `json:"isolation"`
-	CreatedAt      time.Time       `json:"created_at"`
+	// Network is what the code reached through the egress proxy:
+	// [{host, port, connections, sent, received, refused}].
+	Network   json.RawMessage `json:"network"`
+	CreatedAt time.Time       `json:"created_at"`
 }
 
 // Executions returns a page of ns's execution log, newest first: up to
@@ -132,7 +135,7 @@ func (a API) Executions(ctx context.Context, ns string, before int64, limit int)
 		entry := ExecutionEntry{
 			ID: e.ID, SessionID: e.SessionID, Code: e.Code, Stdout: e.StdoutExcerpt, Stderr: e.StderrExcerpt,
 			ErrorType: e.ErrorType, ErrorMessage: e.ErrorMessage, ErrorTraceback: e.ErrorTraceback, DurationMS: e.Duration.Milliseconds(),
-			ToolCalls: e.ToolCalls, Isolation: e.Isolation, CreatedAt: e.CreatedAt,
+			ToolCalls: e.ToolCalls, Isolation: e.Isolation, Network: e.Network, CreatedAt: e.CreatedAt,
 		}
 		switch {
 		case e.ResultExcerpt == "":

@@ -12,6 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codecell/codecell/internal/egress"
 	"github.com/codecell/codecell/internal/sandbox"
 )
 
@@ -55,6 +56,8 @@ type ExecuteCodeOutput struct {
 	ContextSavings   *ContextSavings `json:"context_savings,omitempty" jsonschema:"When tools were called: bytes of tool results that stayed in the sandbox against bytes returned."`
 	Isolation        string          `json:"isolation" jsonschema:"The isolation level the code ran under."`
 	Images           []ImageInfo     `json:"images,omitempty" jsonschema:"Images the code showed (display_image, matplotlib figures left open, an Image result), sent as image content."`
+	Network          []egress.Flow   `json:"network,omitempty" jsonschema:"When the sandbox has a network: each destination the code tried (host, port, connections, bytes sent and received), with why the proxy refused it when it did."`
+	NetworkOmitted   int             `json:"network_omitted,omitempty" jsonschema:"Destinations tried beyond those listed in network."`
 	// Table is a *sandbox.Table; any keeps its schema as short as result's.
 	Table any `json:"table,omitempty" jsonschema:"When the result is a small pandas DataFrame or Series: the whole of it as {columns, index, data}, beside its text in result."`
 
@@ -421,13 +424,15 @@ func (s *Server) checkExecInput(in ExecuteCodeInput, req *mcp.CallToolRequest) (
 
 func outputOf(res *sandbox.Result) ExecuteCodeOutput {
 	out := ExecuteCodeOutput{
-		OK:         res.OK,
-		Stdout:     res.Stdout,
-		Stderr:     res.Stderr,
-		Result:     res.Result,
-		Error:      res.Error,
-		DurationMS: float64(res.Duration.Microseconds()) / 1000,
-		Isolation:  string(res.Isolation),
+		OK:             res.OK,
+		Stdout:         res.Stdout,
+		Stderr:         res.Stderr,
+		Result:         res.Result,
+		Error:          res.Error,
+		DurationMS:     float64(res.Duration.Microseconds()) / 1000,
+		Isolation:      string(res.Isolation),
+		Network:        res.Network,
+		NetworkOmitted: res.NetworkDropped,
 	}
 	if res.Table != nil {
 		out.Table = res.Table

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/codecell/codecell/internal/egress"
 	"github.com/codecell/codecell/internal/gate"
 	"github.com/codecell/codecell/internal/store"
 )
@@ -63,6 +64,14 @@ func (s *Server) recordExecution(ctx context.Context, j job, out ExecuteCodeOutp
 	if e.SessionID == "" {
 		e.SessionID = j.SessionID
 	}
+	if len(out.Network) > 0 {
+		// Host names are the code's to choose, like its output: gated.
+		if b, err := json.Marshal(out.Network); err == nil {
+			if t, err := s.gate.JSON(ctx, j.Namespace, b); err == nil {
+				e.Network = t
+			}
+		}
+	}
 	if out.Result != nil {
 		if b, err := json.Marshal(out.Result); err == nil {
 			if t, err := s.gate.JSON(ctx, j.Namespace, b); err == nil {
@@ -101,7 +110,9 @@ func (s *Server) observeExecution(j job, out ExecuteCodeOutput) {
 	s.health.observe(errType, msg)
 	s.metrics.Execution(errType, time.Duration(out.DurationMS*float64(time.Millisecond)),
 		out.savings.ToolResultBytes, out.savings.ReturnedBytes)
+	allowed, refused, sent, received := egress.Totals(out.Network)
+	s.metrics.Egress(allowed, refused, sent, received)
 	s.log.Info("execution", "namespace", j.Namespace, "session_id", out.SessionID, "ok", out.OK,
 		"error_type", errorTypeLabel(errType), "duration_ms", out.DurationMS, "tool_calls", len(out.calls),
-		"isolation", out.Isolation)
+		"isolation", out.Isolation, "egress_allowed", allowed, "egress_refused", refused)
 }

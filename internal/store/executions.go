@@ -33,7 +33,10 @@ type Execution struct {
 	// returned to the model.
 	ToolResultBytes int64
 	ReturnedBytes   int64
-	CreatedAt       time.Time // zero means now
+	// Network is a JSON array of what the code reached through the
+	// egress proxy (egress.Flow objects); nil is stored as [].
+	Network   json.RawMessage
+	CreatedAt time.Time // zero means now
 }
 
 // Failed reports whether the execution ended in an error.
@@ -86,8 +89,8 @@ const (
 const insertExecutionSQL = `INSERT INTO executions
 	(namespace, session_id, code, stdout_excerpt, stderr_excerpt, result_excerpt,
 	 error_type, error_message, error_traceback, duration_ms, tool_calls, isolation, tool_result_bytes,
-	 returned_bytes, created_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	 returned_bytes, network, created_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // RecordExecution appends e to the log of e.Namespace and returns its id.
 // When it returns nil the row is committed and synced.
@@ -101,6 +104,12 @@ func (s *Store) RecordExecution(ctx context.Context, e Execution) (int64, error)
 	} else if !json.Valid(e.ToolCalls) {
 		return 0, fmt.Errorf("record execution: tool calls are not valid JSON")
 	}
+	network := string(e.Network)
+	if len(e.Network) == 0 {
+		network = "[]"
+	} else if !json.Valid(e.Network) {
+		return 0, fmt.Errorf("record execution: network is not valid JSON")
+	}
 	created := e.CreatedAt
 	if created.IsZero() {
 		created = time.Now()
@@ -109,7 +118,7 @@ func (s *Store) RecordExecution(ctx context.Context, e Execution) (int64, error)
 	id, err := s.logRow(ctx, []any{
 		e.Namespace, e.SessionID, e.Code, e.StdoutExcerpt, e.StderrExcerpt, e.ResultExcerpt,
 		e.ErrorType, e.ErrorMessage, e.ErrorTraceback, e.Duration.Milliseconds(), calls, e.Isolation,
-		e.ToolResultBytes, e.ReturnedBytes, nanos(created)})
+		e.ToolResultBytes, e.ReturnedBytes, network, nanos(created)})
 	if err != nil {
 		return 0, fmt.Errorf("record execution: %w", err)
 	}
@@ -130,7 +139,7 @@ func (s *Store) ListExecutions(ctx context.Context, namespace string, before int
 	}
 	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, namespace, session_id, code, stdout_excerpt,
 		stderr_excerpt, result_excerpt, error_type, error_message, error_traceback, duration_ms, tool_calls,
-		isolation, tool_result_bytes, returned_bytes, created_at
+		isolation, tool_result_bytes, returned_bytes, network, created_at
 		FROM executions WHERE namespace = ? AND id < ? ORDER BY id DESC LIMIT ?`),
 		namespace, before, limit)
 	if err != nil {
@@ -141,14 +150,15 @@ func (s *Store) ListExecutions(ctx context.Context, namespace string, before int
 	for rows.Next() {
 		var e Execution
 		var ms, created int64
-		var calls string
+		var calls, network string
 		if err := rows.Scan(&e.ID, &e.Namespace, &e.SessionID, &e.Code, &e.StdoutExcerpt,
 			&e.StderrExcerpt, &e.ResultExcerpt, &e.ErrorType, &e.ErrorMessage, &e.ErrorTraceback, &ms, &calls,
-			&e.Isolation, &e.ToolResultBytes, &e.ReturnedBytes, &created); err != nil {
+			&e.Isolation, &e.ToolResultBytes, &e.ReturnedBytes, &network, &created); err != nil {
 			return nil, fmt.Errorf("list executions: %w", err)
 		}
 		e.Duration = time.Duration(ms) * time.Millisecond
 		e.ToolCalls = json.RawMessage(calls)
+		e.Network = json.RawMessage(network)
 		e.CreatedAt = fromNanos(created)
 		out = append(out, e)
 	}

@@ -23,6 +23,7 @@ package testnet
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -50,6 +51,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codecell/codecell/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -577,7 +579,7 @@ func Sweep() {
 
 // ip runs the ip command and returns its output; the error includes it.
 func ip(args ...string) (string, error) {
-	out, err := exec.Command("ip", args...).CombinedOutput()
+	out, err := proc.Command(context.Background(), "ip", args...).CombinedOutput()
 	if err != nil {
 		err = fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 	}

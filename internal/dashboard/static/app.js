@@ -428,6 +428,7 @@
       outcome,
       el('span', { class: 'dur muted' }, fmtMS(e.duration_ms)));
     const calls = e.tool_calls || [];
+    const net = e.network || [];
     const meta = [e.isolation ? 'isolation ' + e.isolation : '', e.session_id ? 'session ' + e.session_id : '']
       .filter(Boolean).join(' · ');
     const body = el('div', { class: 'body' },
@@ -442,6 +443,13 @@
           el('td', null, el('span', { class: 'state ' + (c.ok ? 'ok' : 'bad') }, c.ok ? 'ok' : 'failed')),
           el('td', { class: 'muted' }, c.approval ? 'approval: ' + c.approval : ''),
           el('td', { class: 'num' }, fmtMS(c.duration_ms))))))) : null,
+      net.length ? el('div', { class: 'block' }, el('div', { class: 'label' }, 'Network'),
+        el('table', null, el('tbody', null, ...net.map((f) => el('tr', null,
+          el('td', null, el('code', null, f.host + ':' + f.port)),
+          el('td', null, el('span', { class: 'state ' + (f.refused ? 'bad' : 'ok') }, f.refused ? 'refused' : 'allowed')),
+          el('td', { class: 'muted' }, f.refused || ''),
+          el('td', { class: 'num' }, f.connections + ' conn'),
+          el('td', { class: 'num' }, fmtBytes(f.sent) + ' out, ' + fmtBytes(f.received) + ' in')))))) : null,
       meta ? note(meta) : null);
     return el('details', { class: 'exec ' + (bad ? 'failed' : 'ok'), 'data-id': e.id, open }, summary, body);
   }

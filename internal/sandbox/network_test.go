@@ -1,0 +1,124 @@
+package sandbox
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codecell/codecell/internal/egress"
+	"github.com/codecell/codecell/internal/testnet"
+)
+
+// netEnv is a test network: api.test.example (allowed on 443 only, by
+// name) and other.test.example (never allowed), each in a network
+// namespace of its own with HTTP on 80 and HTTPS on 443, both pinned; a
+// server on the host's loopback; and a Network for the sandbox.
+type netEnv struct {
+	api, other *testnet.Host
+	loopback   *httptest.Server
+	ca         *testnet.CA
+	network    *Network
+}
+
+func newNetEnv(t *testing.T, allow ...string) *netEnv {
+	t.Helper()
+	ca := testnet.NewCA(t)
+	e := &netEnv{ca: ca,
+		api:   testnet.Start(t, testnet.Options{Name: "api.test.example", CA: ca}),
+		other: testnet.Start(t, testnet.Options{Name: "other.test.example", CA: ca}),
+	}
+	e.loopback = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("CANARY-LOOPBACK\n"))
+	}))
+	t.Cleanup(e.loopback.Close)
+	if len(allow) == 0 {
+		allow = []string{"api.test.example:443"}
+	}
+	rules, err := egress.ParseRules(allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+	if err != nil {
+		t.Skipf("no system trust store: %v", err)
+	}
+	e.network = &Network{
+		Policy: &egress.Policy{Allow: rules, Roots: ca.Pool, Pins: map[string][]netip.Addr{
+			"api.test.example": {e.api.Addr}, "other.test.example": {e.other.Addr}}},
+		MaxConnections: 50, MaxBytes: 8 << 20,
+		Trust: append(append(trust, '\n'), ca.CertPEM...),
+	}
+	return e
+}
+
+// globals are what the attack corpus's snippets are told.
+func (e *netEnv) globals() map[string]any {
+	port := e.loopback.Listener.Addr().(*net.TCPAddr).Port
+	return map[string]any{"API_IP": e.api.Addr.String(), "OTHER_IP": e.other.Addr.String(), "LOOPBACK_PORT": port}
+}
+
+func execNet(t *testing.T, m *Manager, ws string, n *Network, code string, globals map[string]any) *Result {
+	t.Helper()
+	return m.Exec(context.Background(), Request{Workspace: ws, Code: code, Network: n, Context: globals, Timeout: 60 * time.Second})
+}
+
+// TestNetworkAllowlist: code reaches the allowed host over HTTPS with
+// urllib and with http.client, and the answer lists what went out; every
+// other destination is refused with a reason the code can print.
+func TestNetworkAllowlist(t *testing.T) {
+	for _, level := range []Level{Production, Hardened} {
+		t.Run(string(level), func(t *testing.T) { testNetworkAllowlist(t, level) })
+	}
+}
+
+func testNetworkAllowlist(t *testing.T, level Level) {
+	m, ws := newTestManager(t, level, DefaultLimits, 0)
+	e := newNetEnv(t)
+	res := execNet(t, m, ws, e.network, `
+import urllib.request, http.client
+print(urllib.request.urlopen("https://api.test.example/", timeout=10).read().decode())
+c = http.client.HTTPSConnection("api.test.example", timeout=10)
+c.request("GET", "/echo-host")
+print("direct:", c.getresponse().read().decode())
+`, nil)
+	if !res.OK || !strings.Contains(res.Stdout, testnet.Canary("api.test.example")) || !strings.Contains(res.Stdout, "direct: api.test.example") {
+		t.Fatalf("allowed host: ok=%v stdout=%q error=%+v", res.OK, res.Stdout, res.Error)
+	}
+	if len(res.Network) != 1 || res.Network[0].Host != "api.test.example" || res.Network[0].Port != 443 ||
+		res.Network[0].Connections != 2 || res.Network[0].Sent == 0 || res.Network[0].Received == 0 || res.Network[0].Refused != "" {
+		t.Errorf("network = %+v, want two connections to api.test.example:443 with bytes both ways", res.Network)
+	}
+
+	for _, tc := range []struct{ name, code, want string }{
+		{"other host", `urllib.request.urlopen("https://other.test.example/", timeout=10)`, "other.test.example:443 is not allowed"},
+		{"other port", `urllib.request.urlopen("http://api.test.example/", timeout=10)`, "api.test.example:80 is not allowed"},
+		{"address", `urllib.request.urlopen("http://%s/" % OTHER_IP, timeout=10)`, "is not allowed"},
+		// The sandbox's loopback is its own (NO_PROXY keeps it off the proxy).
+		{"loopback", `urllib.request.urlopen("http://127.0.0.1:%d/" % LOOPBACK_PORT, timeout=10)`, "Connection refused"},
+		{"direct socket", `import socket; socket.create_connection(("other.test.example", 443), timeout=10)`, "other.test.example:443 is not allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := execNet(t, m, ws, e.network, "import urllib.request\ntry:\n    "+tc.code+"\nexcept Exception as ex:\n    print('refused:', ex)\n    try: print(ex.read().decode())\n    except Exception: pass\n", e.globals())
+			if !strings.Contains(res.Stdout, "refused:") || !strings.Contains(res.Stdout, tc.want) {
+				t.Errorf("stdout %q (error %+v), want a refusal saying %q", res.Stdout, res.Error, tc.want)
+			}
+			for _, canary := range []string{testnet.Canary("other.test.example"), testnet.Canary("api.test.example"), "CANARY-LOOPBACK"} {
+				if strings.Contains(res.Stdout+res.Stderr, canary) {
+					t.Errorf("%s reached: %q", canary, res.Stdout)
+				}
+			}
+			if tc.name != "loopback" && (len(res.Network) == 0 || res.Network[0].Refused == "") {
+				t.Errorf("network = %+v, want the refusal listed", res.Network)
+			}
+		})
+	}
+	if n := len(e.other.Requests()); n != 0 {
+		t.Errorf("other.test.example got %d requests", n)
+	}
+}
