@@ -671,7 +671,7 @@ func (d *decoder) sandbox(v *value, path string, s *Sandbox) {
 		"indexUrls":            d.setStrs(&s.IndexURLs),
 		"indexHosts":           d.setStrs(&s.IndexHosts),
 		"allowBuilds":          d.setBool(&s.AllowBuilds),
-		"network": func(v *value, path string) { d.network(v, path, &s.Network) },
+		"network":              func(v *value, path string) { d.network(v, path, &s.Network) },
 	})
 }
 

@@ -224,12 +224,12 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (z *zygote, err er
 	}
 	z = &zygote{
 		egress: eg,
-		cg:    cg,
-		level: m.opts.Level,
-		cmd:   cmd,
-		ctl:   conn.(*net.UnixConn),
-		msgs:  make(chan ctlMsg, 4),
-		done:  make(chan struct{}),
+		cg:     cg,
+		level:  m.opts.Level,
+		cmd:    cmd,
+		ctl:    conn.(*net.UnixConn),
+		msgs:   make(chan ctlMsg, 4),
+		done:   make(chan struct{}),
 	}
 	go func() {
 		cmd.Wait()
