@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -120,5 +121,141 @@ print("direct:", c.getresponse().read().decode())
 	}
 	if n := len(e.other.Requests()); n != 0 {
 		t.Errorf("other.test.example got %d requests", n)
+	}
+}
+
+// TestNetworkHeaders: the proxy adds a secret header to HTTPS requests to
+// its host, which the host sees; the code, its environment, its files and
+// the answer never do, and a header of the same name the code sends is
+// replaced.
+func TestNetworkHeaders(t *testing.T) {
+	m, ws := newTestManager(t, Production, DefaultLimits, 0)
+	e := newNetEnv(t)
+	const secret = "Bearer s3cr3t-token-never-in-the-sandbox"
+	ca, err := egress.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := *e.network.Policy
+	pol.CA = ca
+	pol.Headers = map[string]http.Header{"api.test.example": {"Authorization": {secret}}}
+	n := *e.network
+	n.Policy = &pol
+	n.Trust = append(append([]byte{}, n.Trust...), ca.CertPEM...)
+	res := execNet(t, m, ws, &n, `
+import os, subprocess, urllib.request, urllib.parse
+want = urllib.parse.quote(WANT)
+print(urllib.request.urlopen("https://api.test.example/auth?want=" + want, timeout=10).read().decode())
+req = urllib.request.Request("https://api.test.example/auth?want=" + want, headers={"Authorization": "Bearer mine"})
+print(urllib.request.urlopen(req, timeout=10).read().decode())
+# What the code can see of itself: its environment, its files, its processes.
+seen = repr(dict(os.environ))
+for root in ("/run", "/tmp", "/proc/self"):
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            try:
+                seen += open(os.path.join(dirpath, f), "rb").read(1 << 20).decode("latin-1")
+            except Exception:
+                pass
+print("secret seen:", "s3cr3t" in seen)
+`, map[string]any{"WANT": secret})
+	if !res.OK || strings.Count(res.Stdout, "authorized\n") != 2 || !strings.Contains(res.Stdout, "secret seen: False") {
+		t.Fatalf("stdout %q, error %+v: want two authorized requests and no secret seen", res.Stdout, res.Error)
+	}
+	if b, _ := json.Marshal(res); strings.Contains(string(b), "s3cr3t") {
+		t.Errorf("the answer holds the secret: %s", b)
+	}
+	var auths int
+	for _, r := range e.api.Requests() {
+		if r.Path == "/auth" && r.Header.Get("Authorization") == secret {
+			auths++
+		}
+	}
+	if auths != 2 {
+		t.Errorf("the host saw the secret on %d requests, want 2: %+v", auths, e.api.Requests())
+	}
+}
+
+// TestNetworkBounds: past maxConnections an execution's connections are
+// refused, past maxBytes its transfer is cut; the next execution starts
+// afresh.
+func TestNetworkBounds(t *testing.T) {
+	m, ws := newTestManager(t, Production, DefaultLimits, 0)
+	e := newNetEnv(t)
+	n := *e.network
+	n.MaxConnections, n.MaxBytes = 3, 2<<20
+	res := execNet(t, m, ws, &n, `
+import urllib.request
+for i in range(5):
+    try:
+        urllib.request.urlopen("https://api.test.example/", timeout=10).read()
+        print("ok", i)
+    except Exception as ex:
+        print("refused", i, ex)
+`, nil)
+	if strings.Count(res.Stdout, "ok ") != 3 || !strings.Contains(res.Stdout, "most connections") {
+		t.Errorf("connections: stdout %q", res.Stdout)
+	}
+	res = execNet(t, m, ws, &n, `
+import urllib.request
+try:
+    data = urllib.request.urlopen("https://api.test.example/bytes?n=%d" % (16 << 20), timeout=30).read()
+    print("got", len(data))
+except Exception as ex:
+    print("cut:", type(ex).__name__)
+`, nil)
+	if !strings.Contains(res.Stdout, "cut:") {
+		t.Errorf("bytes: stdout %q, want the transfer cut", res.Stdout)
+	}
+	var cut bool
+	for _, f := range res.Network {
+		cut = cut || strings.Contains(f.Refused, "most bytes")
+	}
+	if !cut {
+		t.Errorf("network = %+v, want the cut listed", res.Network)
+	}
+}
+
+// TestNetworkNoOtherRoute: with a network, the sandbox still has no
+// interface but loopback, no resolver, and no UDP or raw socket that goes
+// anywhere.
+func TestNetworkNoOtherRoute(t *testing.T) {
+	m, ws := newTestManager(t, Production, DefaultLimits, 0)
+	e := newNetEnv(t)
+	res := execNet(t, m, ws, e.network, `
+import socket
+# (netlink, which if_nameindex uses, is refused by seccomp)
+print("interfaces:", sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").readlines()[2:]))
+def attempt(name, f):
+    try:
+        f()
+        print(name, "WENT")
+    except Exception as ex:
+        print(name, "held:", type(ex).__name__)
+attempt("dns", lambda: socket.getaddrinfo("api.test.example", 443))
+attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", (OTHER_IP, 53)))
+attempt("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
+attempt("tcp", lambda: socket.socket().connect((OTHER_IP, 80)))
+`, e.globals())
+	if !strings.Contains(res.Stdout, "interfaces: ['lo']") || strings.Contains(res.Stdout, "WENT") || strings.Count(res.Stdout, "held:") != 4 {
+		t.Errorf("stdout %q, error %+v", res.Stdout, res.Error)
+	}
+}
+
+// TestNetworkSession: a session's executions each get their own account.
+func TestNetworkSession(t *testing.T) {
+	m, ws := newTestManager(t, Production, DefaultLimits, 0)
+	e := newNetEnv(t)
+	s, err := m.OpenSession(context.Background(), Request{Workspace: ws, Network: e.network})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 2 {
+		res := s.Exec(context.Background(), Request{Workspace: ws, Network: e.network, Timeout: 30 * time.Second,
+			Code: "import urllib.request\nprint(len(urllib.request.urlopen('https://api.test.example/', timeout=10).read()))"})
+		if !res.OK || len(res.Network) != 1 || res.Network[0].Connections != 1 {
+			t.Errorf("session execution %d: ok=%v stdout=%q network=%+v error=%+v", i, res.OK, res.Stdout, res.Network, res.Error)
+		}
 	}
 }
