@@ -1,7 +1,6 @@
 package egress
 
 import (
-	"sort"
 	"sync"
 	"sync/atomic"
 )
@@ -129,15 +128,4 @@ func Totals(flows []Flow) (allowed, refused int, sent, received int64) {
 		received += f.Received
 	}
 	return
-}
-
-// SortFlows orders flows by host and port, for output that does not
-// depend on timing.
-func SortFlows(flows []Flow) {
-	sort.SliceStable(flows, func(i, j int) bool {
-		if flows[i].Host != flows[j].Host {
-			return flows[i].Host < flows[j].Host
-		}
-		return flows[i].Port < flows[j].Port
-	})
 }
