@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +25,19 @@ func TestNetworkE2E(t *testing.T) {
 	requireProduction(t)
 	ca := testnet.NewCA(t)
 	api := testnet.Start(t, testnet.Options{Name: "api.test.example", CA: ca})
+	// A package index that pip, run by the code, reaches through the proxy.
+	wheels := t.TempDir()
+	buildWheel(t, wheels, "demo_pkg", "1.0", map[string]string{"demo_pkg/__init__.py": "VALUE = 42\n"})
+	index := testnet.Start(t, testnet.Options{Name: "pypi.test.example", CA: ca, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/simple/demo-pkg/":
+			fmt.Fprint(w, `<html><body><a href="/files/demo_pkg-1.0-py3-none-any.whl">demo_pkg-1.0-py3-none-any.whl</a></body></html>`)
+		case "/files/demo_pkg-1.0-py3-none-any.whl":
+			http.ServeFile(w, r, filepath.Join(wheels, "demo_pkg-1.0-py3-none-any.whl"))
+		default:
+			http.NotFound(w, r)
+		}
+	})})
 	roots := filepath.Join(t.TempDir(), "roots.pem")
 	if err := os.WriteFile(roots, ca.CertPEM, 0o644); err != nil {
 		t.Fatal(err)
@@ -32,11 +47,11 @@ func TestNetworkE2E(t *testing.T) {
 	cfg, _ := json.Marshal(map[string]any{
 		"sandbox": map[string]any{"isolation": "production", "python": "/usr/bin/python3", "pool": 1, "timeout": "20s",
 			"network": map[string]any{
-				"mode":    "allowlist",
-				"allow":   []string{"api.test.example:443"},
-				"hosts":   map[string]any{"api.test.example": []string{api.Addr.String()}},
-				"roots":   roots,
-				"headers": map[string]any{"api.test.example": map[string]string{"Authorization": "${CODECELL_TEST_API_TOKEN}"}},
+				"mode":       "allowlist",
+				"allow":      []string{"api.test.example:443", "pypi.test.example"},
+				"hosts":      map[string]any{"api.test.example": []string{api.Addr.String()}, "pypi.test.example": []string{index.Addr.String()}},
+				"roots":      roots,
+				"headers":    map[string]any{"api.test.example": map[string]string{"Authorization": "${CODECELL_TEST_API_TOKEN}"}},
 				"namespaces": map[string]any{"team-b": map[string]any{"allow": []string{}}},
 			}},
 		"http": map[string]any{"tokens": map[string]string{tokenA: "team-a", tokenB: "team-b"}},
@@ -63,6 +78,18 @@ except Exception as e:
 		t.Errorf("the answer holds the secret: %s", raw)
 	}
 
+	_, out = call(t, a, map[string]any{"code": `
+import subprocess, sys
+p = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--index-url", "https://pypi.test.example/simple/",
+                    "-d", "/tmp/dl", "demo_pkg"], capture_output=True, text=True, timeout=90)
+print(p.returncode, p.stdout[-500:], p.stderr[-500:])
+import os
+print(os.listdir("/tmp/dl"))
+`, "timeout_seconds": 100})
+	if !strings.Contains(out.Stdout, "demo_pkg-1.0-py3-none-any.whl']") {
+		t.Errorf("pip through the proxy: %+v", out)
+	}
+
 	_, out = call(t, b, map[string]any{"code": `
 import urllib.request
 try:
@@ -75,15 +102,15 @@ except Exception as e:
 	}
 
 	var page server.ExecutionsPage
-	if code := httpapitest.GetJSON(t, base+"/api/v1/executions", tokenA, &page); code != 200 || len(page.Executions) != 1 {
+	if code := httpapitest.GetJSON(t, base+"/api/v1/executions", tokenA, &page); code != 200 || len(page.Executions) != 2 {
 		t.Fatalf("executions: %d %+v", code, page)
 	}
 	var flows []egress.Flow
-	if err := json.Unmarshal(page.Executions[0].Network, &flows); err != nil || len(flows) != 2 || flows[1].Refused == "" {
+	if err := json.Unmarshal(page.Executions[1].Network, &flows); err != nil || len(flows) != 2 || flows[1].Refused == "" {
 		t.Errorf("the log's network: %s (%v)", page.Executions[0].Network, err)
 	}
 	got := scrapeMetrics(t, base, tokenA)
-	if got[`codecell_egress_connections_total{outcome="allowed"}`] != 1 || got[`codecell_egress_connections_total{outcome="refused"}`] != 1 ||
+	if got[`codecell_egress_connections_total{outcome="allowed"}`] < 2 || got[`codecell_egress_connections_total{outcome="refused"}`] != 1 ||
 		got[`codecell_egress_bytes_total{direction="received"}`] == 0 {
 		t.Errorf("metrics: %v", got)
 	}
