@@ -3,6 +3,8 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -243,12 +245,18 @@ func (m *Manager) startEgress(ctx context.Context, pol *egress.Policy) (sock str
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("egress proxy: %w", err)
 	}
-	// Searchable by the sandbox's user (nobody when run as root), not listable.
+	// Searchable by the sandbox's user (nobody when run as root), not
+	// listable by anyone but codecell.
 	if err := os.Chmod(dir, 0o711); err != nil {
 		os.RemoveAll(dir)
 		return "", nil, nil, fmt.Errorf("egress proxy: %w", err)
 	}
-	sock = filepath.Join(dir, "egress.sock")
+	// The directory's name shows in /tmp, which anyone on the host can
+	// list; the socket's, random, does not, and with it the proxy (and the
+	// headers it adds) is reachable only by whoever was given the path.
+	var name [16]byte
+	rand.Read(name[:])
+	sock = filepath.Join(dir, hex.EncodeToString(name[:])+".sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		os.RemoveAll(dir)
