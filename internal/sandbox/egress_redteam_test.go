@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/codecell/codecell/internal/egress"
 	"github.com/codecell/codecell/internal/testnet"
 )
 
@@ -72,5 +73,31 @@ func TestEgressRedTeam(t *testing.T) {
 		if !r.TLS || r.Port != 443 {
 			t.Errorf("api.test.example got a request on port %d (TLS %v): %+v", r.Port, r.TLS, r)
 		}
+	}
+	// The control: with a policy that lets the test hosts through, the
+	// same harness sees breaches, so a held verdict above means something.
+	open, err := egress.ParseRules([]string{"*.test.example:*", "10.213.0.0/16:*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lax := *e.network
+	pol := *lax.Policy
+	pol.Allow = open
+	lax.Policy = &pol
+	breaches := 0
+	for _, a := range attacks {
+		if !strings.Contains(a.Code, "other.test.example") && !strings.Contains(a.Code, "OTHER_IP") {
+			continue
+		}
+		res := execNet(t, m, ws, &lax, a.Code, e.globals())
+		if strings.Contains(res.Stdout, testnet.Canary("other.test.example")) {
+			breaches++
+		}
+		if breaches == 10 {
+			break
+		}
+	}
+	if breaches < 10 {
+		t.Errorf("with the test hosts allowed, only %d attacks got their canary: the harness cannot see a breach", breaches)
 	}
 }
