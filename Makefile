@@ -10,7 +10,8 @@ COMMIT  ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HE
 BIN     := bin/codecell
 # Debian packages the sandbox needs: bubblewrap (production), runsc (gVisor,
 # hardened), Python and matplotlib (figures come back as images), e2fsprogs
-# (mkfs.ext4, for the workspaces' images), PostgreSQL and HAProxy (the
+# (mkfs.ext4, for the workspaces' images), iproute2 (the network tests' hosts,
+# each in a network namespace of its own), PostgreSQL and HAProxy (the
 # replicas' store and balancer: tests and `make replicas` run their own,
 # never the system's services); Node and npm run the real upstream MCP servers of the
 # tests (installed only when missing: a machine's own Node is kept).
@@ -19,7 +20,7 @@ BIN     := bin/codecell
 # measures data work against.
 DATA    := python3-numpy python3-scipy python3-pandas python3-matplotlib python3-sklearn python3-statsmodels \
            python3-seaborn python3-openpyxl python3-sympy python3-pil python3-lxml python3-bs4 python3-ipykernel
-DEBS    := bubblewrap python3 python3-venv python3-pip e2fsprogs postgresql haproxy $(DATA)
+DEBS    := bubblewrap python3 python3-venv python3-pip e2fsprogs iproute2 postgresql haproxy $(DATA)
 NPM_DIR := testdata/npm
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
