@@ -56,7 +56,8 @@ func TestNetworkE2E(t *testing.T) {
 			}},
 		"http": map[string]any{"tokens": map[string]string{tokenA: "team-a", tokenB: "team-b"}},
 	})
-	base := startHTTP(t, string(cfg), nil)
+	log := &jsonLog{}
+	base := startHTTP(t, string(cfg), log.add, "--log-format", "json", "--log-level", "debug")
 	a, b := connectWithToken(t, base, tokenA), connectWithToken(t, base, tokenB)
 
 	_, out := call(t, a, map[string]any{"code": `
@@ -108,6 +109,12 @@ except Exception as e:
 	var flows []egress.Flow
 	if err := json.Unmarshal(page.Executions[1].Network, &flows); err != nil || len(flows) != 2 || flows[1].Refused == "" {
 		t.Errorf("the log's network: %s (%v)", page.Executions[0].Network, err)
+	}
+	if raw, _ := json.Marshal(page); strings.Contains(string(raw), "e2e-secret") {
+		t.Errorf("the execution log holds the secret")
+	}
+	if raw, _ := json.Marshal(log.snapshot()); strings.Contains(string(raw), "e2e-secret") {
+		t.Errorf("the server's log holds the secret")
 	}
 	got := scrapeMetrics(t, base, tokenA)
 	if got[`codecell_egress_connections_total{outcome="allowed"}`] < 2 || got[`codecell_egress_connections_total{outcome="refused"}`] != 1 ||

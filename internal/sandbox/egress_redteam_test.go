@@ -19,11 +19,17 @@ type egressAttack struct {
 	ID, Category, Description, Code string
 }
 
-// TestEgressRedTeam runs every attack of the corpus in a production
-// sandbox allowed api.test.example:443 only: none may print a forbidden
-// host's canary or say it got through, and the hosts it must not reach
-// see no request.
+// TestEgressRedTeam runs every attack of the corpus in a sandbox allowed
+// api.test.example:443 only, at production and at hardened: none may
+// print a forbidden host's canary or say it got through, and the hosts it
+// must not reach see no request.
 func TestEgressRedTeam(t *testing.T) {
+	for _, level := range []Level{Production, Hardened} {
+		t.Run(string(level), func(t *testing.T) { testEgressRedTeam(t, level) })
+	}
+}
+
+func testEgressRedTeam(t *testing.T, level Level) {
 	f, err := os.Open("../../testdata/egress-attacks.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +51,7 @@ func TestEgressRedTeam(t *testing.T) {
 	if len(attacks) < 40 {
 		t.Fatalf("%d attacks in the corpus", len(attacks))
 	}
-	m, ws := newTestManager(t, Production, DefaultLimits, 0)
+	m, ws := newTestManager(t, level, DefaultLimits, 0)
 	e := newNetEnv(t)
 	canaries := []string{testnet.Canary("other.test.example"), "CANARY-LOOPBACK"}
 	for _, a := range attacks {
