@@ -13,6 +13,16 @@ import (
 //go:embed python/*.py python/codecell/*.py
 var files embed.FS
 
+// RelaySource is codecell/_relay.py, for a sandbox without the runner (an
+// installer's command) to run with python -c.
+var RelaySource = func() string {
+	b, err := files.ReadFile("python/codecell/_relay.py")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
+
 // Script is the runner's file name inside the installed directory.
 const Script = "codecell_runner.py"
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/codecell/codecell/internal/egress"
 	"github.com/codecell/codecell/internal/proc"
+	"github.com/codecell/codecell/internal/runner"
 )
 
 // Command is a program run once in a sandbox of its own, such as a package
@@ -45,43 +46,13 @@ const ProxyArg = "{codecell-proxy}"
 // egressMount is where a command finds the proxy's socket.
 const egressMount = "/run/codecell/egress.sock"
 
-// egressForwarder runs in the command's sandbox: it listens on the
-// sandbox's own loopback (the only interface it has), joins each
-// connection to the host's proxy socket, and runs the command with the
-// proxy's URL. Installers take an HTTP proxy by host and port, not a
-// socket path, hence this relay.
-const egressForwarder = `
-import os, socket, subprocess, sys, threading
-sock_path, args = sys.argv[1], sys.argv[3:]
-ln = socket.socket()
-ln.bind(("127.0.0.1", 0))
-ln.listen(64)
-proxy = "http://127.0.0.1:%d" % ln.getsockname()[1]
-def pipe(a, b):
-    try:
-        while True:
-            d = a.recv(65536)
-            if not d:
-                break
-            b.sendall(d)
-    except OSError:
-        pass
-    try:
-        b.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
-def serve():
-    while True:
-        c, _ = ln.accept()
-        u = socket.socket(socket.AF_UNIX)
-        try:
-            u.connect(sock_path)
-        except OSError:
-            c.close()
-            continue
-        threading.Thread(target=pipe, args=(c, u), daemon=True).start()
-        threading.Thread(target=pipe, args=(u, c), daemon=True).start()
-threading.Thread(target=serve, daemon=True).start()
+// egressForwarder runs in the command's sandbox: it serves the runner's
+// relay (codecell/_relay.py) on the sandbox's own loopback (the only
+// interface it has) and runs the command with the proxy's URL.
+var egressForwarder = runner.RelaySource + `
+import os, subprocess, sys
+proxy = "http://127.0.0.1:%d" % serve(sys.argv[1])
+args = sys.argv[3:]
 env = dict(os.environ, HTTP_PROXY=proxy, HTTPS_PROXY=proxy, http_proxy=proxy, https_proxy=proxy, NO_PROXY="", no_proxy="")
 sys.exit(subprocess.call([a.replace("` + ProxyArg + `", proxy) for a in args], env=env))
 `

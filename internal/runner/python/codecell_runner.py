@@ -390,48 +390,12 @@ def egress_relay():
     if not _EGRESS or _egress_on:
         return
     _egress_on = True
-    ln = _sockmod.socket()
-    ln.setsockopt(_sockmod.SOL_SOCKET, _sockmod.SO_REUSEADDR, 1)
+    from codecell import _relay
     try:
-        ln.bind(("127.0.0.1", _EGRESS_PORT))
+        _relay.serve(_EGRESS, _EGRESS_PORT)
     except OSError:
-        ln.close()  # a session's earlier relay, or the code's own: leave it
-    else:
-        ln.listen(64)
-        threading.Thread(target=_relay_accept, args=(ln,), daemon=True, name="codecell-egress").start()
+        pass  # a session's earlier relay, or the code's own: leave it
     _sockmod.create_connection = _via_proxy(_sockmod.create_connection)
-
-
-def _relay_accept(ln):
-    while True:
-        try:
-            c, _ = ln.accept()
-        except OSError:
-            return
-        u = _sockmod.socket(_sockmod.AF_UNIX)
-        try:
-            u.connect(_EGRESS)
-        except OSError:
-            c.close()
-            u.close()
-            continue
-        threading.Thread(target=_relay_pipe, args=(c, u), daemon=True).start()
-        threading.Thread(target=_relay_pipe, args=(u, c), daemon=True).start()
-
-
-def _relay_pipe(a, b):
-    try:
-        while True:
-            d = a.recv(65536)
-            if not d:
-                break
-            b.sendall(d)
-    except OSError:
-        pass
-    try:
-        b.shutdown(_sockmod.SHUT_WR)
-    except OSError:
-        pass
 
 
 def _via_proxy(orig):
