@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -35,14 +34,7 @@ func setup(t *testing.T, backend *httptest.Server, hosts []string, table map[str
 			return (&net.Dialer{}).DialContext(ctx, "tcp", backend.Listener.Addr().String())
 		},
 	}
-	sock := filepath.Join(t.TempDir(), "proxy.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go p.Serve(ctx, ln)
+	sock := serveOn(t, p)
 	proxyURL, _ := url.Parse("http://proxy.invalid")
 	tr := backend.Client().Transport.(*http.Transport).Clone()
 	tr.Proxy = http.ProxyURL(proxyURL)

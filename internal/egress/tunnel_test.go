@@ -20,14 +20,7 @@ import (
 // connections to it.
 func rawProxy(t *testing.T, p *Proxy) func() net.Conn {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "p.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go p.Serve(ctx, ln)
+	sock := serveOn(t, p)
 	return func() net.Conn {
 		c, err := net.Dial("unix", sock)
 		if err != nil {
@@ -37,6 +30,20 @@ func rawProxy(t *testing.T, p *Proxy) func() net.Conn {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
+}
+
+// serveOn serves p on a Unix socket until the test ends and returns its path.
+func serveOn(t *testing.T, p *Proxy) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "p.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go p.Serve(ctx, ln)
+	return sock
 }
 
 // backend is a TCP server on loopback that each dial of the proxy reaches;
@@ -263,4 +270,3 @@ func TestPrivateAddresses(t *testing.T) {
 		}
 	}
 }
-
