@@ -48,6 +48,10 @@ func (f *fakeAPI) handler() http.Handler {
 		case 60:
 			e["code"], e["stdout"] = "print(secret)", hostile+"\n"
 			e["tool_calls"] = []any{map[string]any{"name": "files.read_file", "ok": true, "duration_ms": 12}}
+			e["network"] = []any{
+				map[string]any{"host": "api.test.example", "port": 443, "connections": 2, "sent": 1800, "received": 52000},
+				map[string]any{"host": "other.test.example", "port": 443, "connections": 1, "sent": 0, "received": 0, "refused": "other.test.example:443 is not allowed"},
+			}
 		case 59:
 			e["code"], e["stdout"] = "1/0", ""
 			e["error_type"], e["error_message"] = "ZeroDivisionError", "division by zero"
@@ -174,7 +178,8 @@ func TestDashboardAgainstFakeAPI(t *testing.T) {
 		browsertest.WaitText("tools", "files.read_file", "web.fetch"))
 	do("expand an execution",
 		chromedp.Click(chromedp.CSS(`details.exec[data-id="60"] summary`)),
-		browsertest.WaitText("executions", "Tool calls", "files.read_file"))
+		browsertest.WaitText("executions", "Tool calls", "files.read_file",
+			"Network", "api.test.example:443", "other.test.example:443 is not allowed", "refused"))
 	do("multi-line output and results preview on one line",
 		browsertest.WaitJS("the outcome of #58", `document.querySelector('details.exec[data-id="58"] .outcome').textContent === '{ "region": "north", "rows": 3 }'`),
 		browsertest.WaitJS("the outcome of #57", `document.querySelector('details.exec[data-id="57"] .outcome').textContent === '[ 1, 2 ]'`))
