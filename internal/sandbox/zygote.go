@@ -37,6 +37,10 @@ type zygote struct {
 	// cg holds every process of the sandbox (bubblewrap, the fork server,
 	// each execution's); nil where the host has no cgroup for it.
 	cg *cgroup.Group
+	// chdir is the exec frame's Chdir: WorkspaceMount once a namespace
+	// claimed the sandbox after it started (unbound.go), else "". Set
+	// before the sandbox serves its first execution.
+	chdir string
 }
 
 // ctlMsg is a message on the control socket.
@@ -118,6 +122,7 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (*zygote, error) {
 			Workspace:    workspace,
 			Gen:          m.opts.GenDir,
 			Skills:       tg.skills,
+			Unbound:      tg.unbound(),
 			TmpSize:      m.limits.TmpSize,
 			Preload:      m.preloadArg(tg),
 		})
@@ -525,6 +530,7 @@ func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Requ
 		Type: channel.TypeExec, Code: req.Code, Context: req.Context, Args: req.Args, Filename: req.Filename,
 		CodecellTools: req.CodecellTools,
 		Session:       session, Limits: lim.forRunner(z.level, req.FileSize, session),
+		Chdir: z.chdir,
 	})
 	sent := 0
 	if err == nil {
