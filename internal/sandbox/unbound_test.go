@@ -61,6 +61,28 @@ func newUnboundManager(t *testing.T) *Manager {
 	return m
 }
 
+// claimedManager is levelManager's production Manager, but the
+// workspace's sandbox was started before it, for no namespace, and its
+// first execution claimed it.
+func claimedManager(t *testing.T) (*Manager, string) {
+	t.Helper()
+	m := newUnboundManager(t)
+	// An execution elsewhere shows the shape the unbound sandboxes need.
+	if r := exec1(t, m, filepath.Join(reachableTempDir(t), "other"), "1", slack); !r.OK {
+		t.Fatal(r.Error)
+	}
+	z := unboundReady(t, m)
+	ws := filepath.Join(reachableTempDir(t), "ws")
+	if r := exec1(t, m, ws, "print(1)", slack); !r.OK || r.Stdout != "1\n" {
+		t.Fatalf("the first execution: %+v", r.Error)
+	}
+	waitBack(t, m)
+	if !holds(m, ws, z) {
+		t.Fatal("the workspace's sandbox is not the one started ahead")
+	}
+	return m, ws
+}
+
 // unboundReady waits until m holds an unbound sandbox ready, and returns
 // it.
 func unboundReady(t *testing.T, m *Manager) *zygote {
