@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,11 +35,11 @@ import (
 // The mounts are made from a detached copy of each directory
 // (open_tree(2)), given its flags (mount_setattr(2)) and moved
 // (move_mount(2)) into the sandbox's mount namespace by a thread that
-// joined it (setns(2)) and then ends: it needs CAP_SYS_ADMIN over the
-// sandbox's user namespace, which codecell has when it runs as root (as
-// workspace images need too), and Linux 5.12. Nothing is mounted on the
-// host, so nothing is left behind when codecell is killed: the mounts end
-// with the sandbox's namespace.
+// joins it (setns(2)) and then goes back to codecell's (mounter): it needs
+// CAP_SYS_ADMIN over the sandbox's user namespace, which codecell has
+// when it runs as root (as workspace images need too), and Linux 5.12.
+// Nothing is mounted on the host, so nothing is left behind when codecell
+// is killed: the mounts end with the sandbox's namespace.
 //
 // Only targets with the Manager's own interpreter and no preloaded modules
 // are served: an environment's interpreter is one namespace's, and a
@@ -113,8 +114,9 @@ func (m *Manager) unboundKey(tg target) (target, bool) {
 // fewer claims wait than are starting (such a start ends sooner than a new
 // one would). It returns nil when there is none for tg; the caller starts
 // a sandbox cold. The one taken is replaced once the execution it serves
-// is over (Exec calls refillUnbound): a start beside it would take its
-// CPU.
+// is over (Exec calls refillUnbound), or after refillDelay if that is
+// sooner: a start beside a trivial execution would take its CPU, and a
+// long one should not keep the pool short.
 func (m *Manager) claimUnbound(ctx context.Context, tg target) *zygote {
 	key, ok := m.unboundKey(tg)
 	if !ok {
@@ -167,6 +169,7 @@ func (m *Manager) claimUnbound(ctx context.Context, tg target) *zygote {
 				}
 				return nil
 			}
+			time.AfterFunc(refillDelay, m.refillUnbound)
 			return z
 		}
 		if u.starting <= u.waiting || m.closed {
@@ -182,12 +185,17 @@ func (m *Manager) claimUnbound(ctx context.Context, tg target) *zygote {
 		}
 		m.mu.Lock()
 		u.waiting--
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || u.key != key || u.off != nil {
+			// Or the shape changed meanwhile: those ready are another's.
 			m.mu.Unlock()
 			return nil
 		}
 	}
 }
+
+// refillDelay is how long after a claim the sandbox taken is replaced at
+// the latest (see claimUnbound).
+const refillDelay = 100 * time.Millisecond
 
 // refillUnbound starts unbound sandboxes in the background until the
 // pool's size are ready or starting.

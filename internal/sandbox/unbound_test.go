@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -313,5 +314,63 @@ func TestUnboundShapeChange(t *testing.T) {
 	waitBack(t, m)
 	if !holds(m, wsC, z2) {
 		t.Fatal("c did not claim the sandbox of its shape")
+	}
+}
+
+// TestUnboundClaimWaits: a claim that finds none ready waits for one
+// that is starting only while fewer claims wait than are starting, and
+// takes none of another shape, should the shape change while it waits.
+func TestUnboundClaimWaits(t *testing.T) {
+	tg := target{workspace: "/ws/a", python: python}
+	newManager := func(starting int) *Manager {
+		m := &Manager{opts: Options{Level: Production, Python: python}, log: slog.New(slog.DiscardHandler)}
+		key, _ := m.unboundKey(tg)
+		m.unbound = unboundPool{size: 1, key: key, known: true, starting: starting, ready: make(chan struct{})}
+		return m
+	}
+	waiting := func(m *Manager) {
+		for deadline := time.Now().Add(slack); ; time.Sleep(time.Millisecond) {
+			m.mu.Lock()
+			n := m.unbound.waiting
+			m.mu.Unlock()
+			if n == 1 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the claim does not wait")
+			}
+		}
+	}
+
+	if z := newManager(0).claimUnbound(context.Background(), tg); z != nil {
+		t.Fatal("claimed with none ready or starting")
+	}
+
+	m := newManager(1)
+	got := make(chan *zygote)
+	go func() { got <- m.claimUnbound(context.Background(), tg) }()
+	waiting(m)
+	other := &zygote{done: make(chan struct{})}
+	m.mu.Lock()
+	m.unbound.key.skills = SkillsMount
+	m.unbound.starting--
+	m.unbound.idle = []*zygote{other}
+	close(m.unbound.ready)
+	m.unbound.ready = make(chan struct{})
+	m.mu.Unlock()
+	if z := <-got; z != nil {
+		t.Fatal("claimed a sandbox of another shape")
+	}
+	if len(m.unbound.idle) != 1 || m.unbound.waiting != 0 {
+		t.Fatalf("pool after the claim: %+v", m.unbound)
+	}
+
+	m = newManager(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { got <- m.claimUnbound(ctx, tg) }()
+	waiting(m)
+	cancel()
+	if z := <-got; z != nil || m.unbound.waiting != 0 {
+		t.Fatalf("a cancelled claim: %v, %+v", z, m.unbound)
 	}
 }
