@@ -126,6 +126,10 @@ func benchTenants(ctx context.Context, g *globals, self, root string, n int, idl
 	time.Sleep(idle + idle/4 + 5*time.Second)
 	afterPSS, _ := tree(fmt.Sprintf("%s after the last call", idle+idle/4+5*time.Second))
 	warm, _ = poolIdle(base)
+	if unbound, err := poolState(base, "unbound"); err == nil {
+		// The server's, for whichever namespace comes back first.
+		fig(fmt.Sprintf("%d namespaces: sandboxes started for no namespace, after idle", n), float64(unbound), "")
+	}
 	f := benchFigure{Name: fmt.Sprintf("%d namespaces: warm sandboxes after idle", n), Value: float64(warm), Target: "<= warmLimit (16)"}
 	f.check(warm <= 16)
 	figs = append(figs, f)
@@ -217,8 +221,30 @@ func benchTenants(ctx context.Context, g *globals, self, root string, n int, idl
 		figs = append(figs, f)
 		tree("after the mix")
 	}
+
+	// The same calls one at a time, each after a pause in which the
+	// server has nothing to do: above, namespaces came back one right
+	// after another, each while the sandbox that replaces the one the
+	// last took was still starting.
+	logf("waiting %s for the namespaces to go idle again", idle+idle/4+5*time.Second)
+	time.Sleep(idle + idle/4 + 5*time.Second)
+	var paced []time.Duration
+	for i := range min(n, 30) {
+		time.Sleep(pacedPause)
+		d, err := tenantCall(ctx, base, i, false)
+		if err != nil {
+			return err
+		}
+		paced = append(paced, d)
+	}
+	p50 := percentile(paced, 0.5)
+	fig(fmt.Sprintf("call of a namespace gone idle p50, calls %s apart", pacedPause), p50, "ms")
+	fig(fmt.Sprintf("call of a namespace gone idle p50, calls %s apart / bare spawn p50", pacedPause), p50/spawn, "x")
 	return writeBench(g, figs, mdFile, jsonFile)
 }
+
+// pacedPause is the pause before each call of the paced calls after idle.
+const pacedPause = time.Second
 
 // preloadedPSS is about what one preloaded warm sandbox holds (README,
 // "The warm pool": about 80 MB more than a lean one); the bound's memory
@@ -267,10 +293,12 @@ func tenantCall(ctx context.Context, base string, i int, _ bool) (time.Duration,
 	return time.Since(t0), err
 }
 
-var poolLine = regexp.MustCompile(`(?m)^codecell_pool_sandboxes\{state="idle"[^}]*\} (\d+)`)
-
 // poolIdle reads the server's warm (idle) sandboxes from /metrics.
-func poolIdle(base string) (int, error) {
+func poolIdle(base string) (int, error) { return poolState(base, "idle") }
+
+// poolState reads the server's sandboxes in one state from /metrics.
+func poolState(base, state string) (int, error) {
+	poolLine := regexp.MustCompile(`(?m)^codecell_pool_sandboxes\{state="` + state + `"[^}]*\} (\d+)`)
 	req, _ := http.NewRequest("GET", base+"/metrics", nil)
 	resp, err := (&http.Client{Transport: bearer{tenantToken(0)}}).Do(req)
 	if err != nil {

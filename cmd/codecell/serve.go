@@ -88,6 +88,11 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	// that an agent that thought for a minute does not pay a cold start.
 	if *addr != "" {
 		go a.server.ReleaseIdle(ctx)
+		if a.cfg.Sandbox.NamespaceIdle > 0 {
+			// A namespace that gave its sandboxes back claims one of these
+			// on its next call rather than start one cold (issue 33).
+			a.sandbox.KeepUnbound(unboundSandboxes)
+		}
 	}
 	if *addr == "" {
 		a.log.Info("serving MCP over stdio", "isolation", a.sandbox.Level())
@@ -139,3 +144,11 @@ func browsable(addr net.Addr) string {
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
 }
+
+// unboundSandboxes is how many sandboxes a server that releases idle
+// namespaces keeps started for no namespace yet (sandbox.KeepUnbound):
+// lean ones, about 12 MB and 3 processes each, enough that namespaces
+// coming back one right after another (each takes one, and another starts
+// in its place in about 50 ms of a core) mostly find one ready
+// (BENCHMARKS.md, "Many tenants").
+const unboundSandboxes = 3

@@ -7,7 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 
 var (
 	poolSandboxesDesc = prometheus.NewDesc("codecell_pool_sandboxes",
-		"Sandboxes of the warm pool by state: idle (ready for an execution), starting, busy.", []string{"state"}, nil)
+		"Sandboxes of the warm pool by state: idle (ready for an execution), starting, busy, unbound (started for no namespace yet, ready or starting).", []string{"state"}, nil)
 	poolTargetDesc = prometheus.NewDesc("codecell_pool_target_size",
 		"Idle sandboxes kept warm per workspace.", nil, nil)
 	upstreamUpDesc = prometheus.NewDesc("codecell_upstream_up",
@@ -39,6 +39,7 @@ func poolCollector(pool func() Pool) prometheus.Collector {
 			ch <- prometheus.MustNewConstMetric(poolSandboxesDesc, prometheus.GaugeValue, float64(p.Idle), "idle")
 			ch <- prometheus.MustNewConstMetric(poolSandboxesDesc, prometheus.GaugeValue, float64(p.Starting), "starting")
 			ch <- prometheus.MustNewConstMetric(poolSandboxesDesc, prometheus.GaugeValue, float64(p.Busy), "busy")
+			ch <- prometheus.MustNewConstMetric(poolSandboxesDesc, prometheus.GaugeValue, float64(p.Unbound), "unbound")
 			ch <- prometheus.MustNewConstMetric(poolTargetDesc, prometheus.GaugeValue, float64(p.Size))
 		},
 	}

@@ -28,6 +28,7 @@ type Pool struct {
 	Idle     int
 	Starting int
 	Busy     int
+	Unbound  int // started for no namespace yet, ready or starting
 }
 
 // Upstream is one upstream MCP server's state at one moment.

@@ -121,11 +121,12 @@ func TestScrapeTimeCollectors(t *testing.T) {
 	m := New(Options{Pool: func() Pool { return pool }, Upstreams: func() []Upstream { return ups }})
 	want := func(idle, busy int, bUp int) string {
 		return fmt.Sprintf(`
-# HELP codecell_pool_sandboxes Sandboxes of the warm pool by state: idle (ready for an execution), starting, busy.
+# HELP codecell_pool_sandboxes Sandboxes of the warm pool by state: idle (ready for an execution), starting, busy, unbound (started for no namespace yet, ready or starting).
 # TYPE codecell_pool_sandboxes gauge
 codecell_pool_sandboxes{state="busy"} %d
 codecell_pool_sandboxes{state="idle"} %d
 codecell_pool_sandboxes{state="starting"} 1
+codecell_pool_sandboxes{state="unbound"} 0
 # HELP codecell_pool_target_size Idle sandboxes kept warm per workspace.
 # TYPE codecell_pool_target_size gauge
 codecell_pool_target_size 2

@@ -81,6 +81,12 @@ type bwrapSpec struct {
 	Network    *Network
 	EgressSock string
 	TrustFD    int // Network.Trust, for TrustMount
+
+	// Unbound starts a sandbox bound to no namespace yet (unbound.go):
+	// WorkspaceMount is an empty directory, and nothing is bound at
+	// SkillsMount, though the runner is told of it when Skills is set; the
+	// host mounts both when a namespace claims the sandbox.
+	Unbound bool
 }
 
 // bwrapFile is a file bubblewrap writes into the sandbox from a descriptor.
@@ -169,8 +175,12 @@ func bwrapArgs(s bwrapSpec) []string {
 	} else {
 		a = append(a, "--ro-bind", s.Runtime, RuntimeMount)
 	}
+	if s.Unbound {
+		a = append(a, "--perms", "0700", "--dir", WorkspaceMount)
+	} else {
+		a = append(a, "--bind", s.Workspace, WorkspaceMount)
+	}
 	a = append(a,
-		"--bind", s.Workspace, WorkspaceMount,
 		"--chdir", WorkspaceMount,
 		"--clearenv",
 	)
@@ -194,7 +204,7 @@ func bwrapArgs(s bwrapSpec) []string {
 	if s.Gen != "" {
 		a = append(a, "--ro-bind", s.Gen, GenMount)
 	}
-	if s.Skills != "" {
+	if s.Skills != "" && !s.Unbound {
 		a = append(a, "--ro-bind", s.Skills, SkillsMount)
 	}
 	// Last, once every mount point exists: the root and /dev are tmpfs

@@ -26,6 +26,9 @@
 // at a time, with tokens that keep one execution's leftovers off the next
 // one's channel (see gvisor); a hardened sandbox that served an execution
 // comes back in tens of milliseconds, so the pool waits longer for it.
+// A server that releases idle namespaces also keeps a few production
+// sandboxes started for no namespace yet, into which a namespace with an
+// empty pool has its workspace mounted (see unbound.go).
 //
 // What this package does not protect against: bugs in the kernel's allowed
 // system calls (production), bugs in gVisor (hardened), CPU and memory side

@@ -25,6 +25,11 @@ type execFrame struct {
 	// Session keeps the process, and its globals, for the next exec frame.
 	Session bool         `json:"session,omitempty"`
 	Limits  runnerLimits `json:"limits"`
+	// Chdir is where the process changes its working directory before the
+	// code runs; "" leaves it. A sandbox claimed after it started
+	// (unbound.go) has its workspace mounted over the directory its
+	// processes started in.
+	Chdir string `json:"chdir,omitempty"`
 }
 
 // outputFrame carries a piece of stdout or stderr.

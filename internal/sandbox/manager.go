@@ -88,6 +88,7 @@ type Manager struct {
 	mem      map[sandbox]int64
 	kindMem  map[bool]int64
 	lastUsed map[string]int64
+	unbound  unboundPool // sandboxes started for no namespace yet (unbound.go)
 	closed   bool
 	stop     chan struct{}  // closed by Close: ends the trimmer
 	wg       sync.WaitGroup // refill goroutines, kills of dead idle sandboxes and hardened teardowns (goTracked in gvisor.go)
@@ -161,6 +162,7 @@ func New(opts Options) (*Manager, error) {
 		lastUsed:     map[string]int64{},
 		stop:         make(chan struct{}),
 	}
+	m.unbound.ready = make(chan struct{})
 	if m.opts.IdleAfter <= 0 {
 		m.opts.IdleAfter = time.Minute
 	}
@@ -244,6 +246,7 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 			sb.kill()
 		}
 		m.refill(tg)
+		m.refillUnbound()
 	})
 	return res
 }
@@ -295,6 +298,10 @@ func (m *Manager) Close() error {
 		all = append(all, list...)
 		delete(m.idle, ws)
 	}
+	for _, z := range m.unbound.idle {
+		all = append(all, z)
+	}
+	m.unbound.idle = nil
 	m.mu.Unlock()
 	for _, sb := range all {
 		sb.kill()
@@ -362,29 +369,42 @@ func (m *Manager) get(ctx context.Context, workspace target) (sandbox, error) {
 		returned := m.returned
 		m.mu.Unlock()
 		if !waiting {
-			return m.startBusy(ctx, workspace)
+			return m.startBusy(ctx, workspace, waited)
 		}
 		waited = true
 		select {
 		case <-returned:
 		case <-deadline.C:
-			return m.startBusy(ctx, workspace)
+			return m.startBusy(ctx, workspace, true)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
 }
 
-// startBusy starts a sandbox for an execution that found none idle.
-func (m *Manager) startBusy(ctx context.Context, workspace target) (sandbox, error) {
+// startBusy starts a sandbox for an execution that found none idle, or
+// claims one started ahead for no namespace (unbound.go); waited says the
+// execution waited for one of its pool's to come back first.
+func (m *Manager) startBusy(ctx context.Context, workspace target, waited bool) (sandbox, error) {
 	m.mu.Lock()
 	m.busy[workspace]++
-	m.noteDemand(workspace, true)
 	m.mu.Unlock()
 	// A new target for a workspace supersedes its others: the namespace's
 	// environment or skills directory changed, so their warm sandboxes
 	// would never serve again.
 	m.dropIdle(workspace.workspace, workspace)
+	if z := m.claimUnbound(ctx, workspace); z != nil {
+		// An empty pool that a sandbox started ahead served at once (the
+		// namespace's first execution, or its first since it went idle)
+		// does not show that its executions overlap.
+		m.mu.Lock()
+		m.noteDemand(workspace, waited)
+		m.mu.Unlock()
+		return z, nil
+	}
+	m.mu.Lock()
+	m.noteDemand(workspace, true)
+	m.mu.Unlock()
 	sb, err := m.start(ctx, workspace)
 	if err != nil {
 		m.mu.Lock()
@@ -719,6 +739,9 @@ type PoolStats struct {
 	Idle     int // started and waiting for an execution
 	Starting int // being started for the pool
 	Busy     int // out of the pool: running an execution, or cleaning up after one
+	// Unbound are started for no namespace yet, ready or starting
+	// (KeepUnbound); not counted in Idle or Starting.
+	Unbound int
 }
 
 // PoolStats returns the pool's counts now.
@@ -735,5 +758,6 @@ func (m *Manager) PoolStats() PoolStats {
 	for _, n := range m.busy {
 		st.Busy += n
 	}
+	st.Unbound = len(m.unbound.idle) + m.unbound.starting
 	return st
 }

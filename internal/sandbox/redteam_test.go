@@ -48,17 +48,28 @@ func TestRedTeam(t *testing.T) {
 		t.Run(string(level), func(t *testing.T) {
 			t.Parallel()
 			m, ws := levelManager(t, level, Limits{})
-			a := &arena{level: level, m: m, ws: ws}
-			for _, at := range redTeamAttacks {
-				if !slices.Contains(at.levels, level) {
-					continue
-				}
-				t.Run(at.name, func(t *testing.T) {
-					// A cleanup, so that it runs after a skip too.
-					t.Cleanup(func() { checkHealthy(t, m, ws) })
-					at.run(t, a)
-				})
-			}
+			runAttacks(t, &arena{level: level, m: m, ws: ws})
+		})
+	}
+	// Production again, in sandboxes started before the namespace and
+	// claimed by it (unbound.go): each one an attack killed is replaced
+	// by another claimed.
+	t.Run("production_started_ahead", func(t *testing.T) {
+		t.Parallel()
+		m, ws := claimedManager(t)
+		runAttacks(t, &arena{level: Production, m: m, ws: ws})
+	})
+}
+
+func runAttacks(t *testing.T, a *arena) {
+	for _, at := range redTeamAttacks {
+		if !slices.Contains(at.levels, a.level) {
+			continue
+		}
+		t.Run(at.name, func(t *testing.T) {
+			// A cleanup, so that it runs after a skip too.
+			t.Cleanup(func() { checkHealthy(t, a.m, a.ws) })
+			at.run(t, a)
 		})
 	}
 }

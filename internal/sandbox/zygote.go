@@ -39,6 +39,10 @@ type zygote struct {
 	cg *cgroup.Group
 	// egress is the sandbox's proxy; nil without a network.
 	egress *sandboxEgress
+	// chdir is the exec frame's Chdir: WorkspaceMount once a namespace
+	// claimed the sandbox after it started (unbound.go), else "". Set
+	// before the sandbox serves its first execution.
+	chdir string
 }
 
 // ctlMsg is a message on the control socket.
@@ -146,6 +150,7 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (z *zygote, err er
 			Workspace:    workspace,
 			Gen:          m.opts.GenDir,
 			Skills:       tg.skills,
+			Unbound:      tg.unbound(),
 			TmpSize:      m.limits.TmpSize,
 			Preload:      m.preloadArg(tg),
 			Network:      tg.network,
@@ -562,6 +567,7 @@ func (z *zygote) exchange(ctx context.Context, chanHost *net.UnixConn, req *Requ
 		Type: channel.TypeExec, Code: req.Code, Context: req.Context, Args: req.Args, Filename: req.Filename,
 		CodecellTools: req.CodecellTools,
 		Session:       session, Limits: lim.forRunner(z.level, req.FileSize, session),
+		Chdir: z.chdir,
 	})
 	sent := 0
 	if err == nil {

@@ -33,7 +33,7 @@ func (s *Server) initMetrics() {
 	if p, ok := s.exec.(poolReporter); ok {
 		opts.Pool = func() metrics.Pool {
 			ps := p.PoolStats()
-			return metrics.Pool{Size: ps.Size, Idle: ps.Idle, Starting: ps.Starting, Busy: ps.Busy}
+			return metrics.Pool{Size: ps.Size, Idle: ps.Idle, Starting: ps.Starting, Busy: ps.Busy, Unbound: ps.Unbound}
 		}
 	}
 	s.metrics = metrics.New(opts)

@@ -84,6 +84,7 @@ func TestMetricsMove(t *testing.T) {
 		`codecell_pool_sandboxes{state="idle"}`:                                3,
 		`codecell_pool_sandboxes{state="starting"}`:                            1,
 		`codecell_pool_sandboxes{state="busy"}`:                                0,
+		`codecell_pool_sandboxes{state="unbound"}`:                             2,
 		"codecell_pool_target_size":                                            4,
 		`codecell_upstream_up{server="fake"}`:                                  1,
 		`codecell_upstream_up{server="gone"}`:                                  0,

@@ -59,7 +59,7 @@ func scripted(scripts map[string]fakeRun) execFunc {
 type pooledExec struct{ execFunc }
 
 func (pooledExec) PoolStats() sandbox.PoolStats {
-	return sandbox.PoolStats{Size: 4, Idle: 3, Starting: 1, Busy: 0}
+	return sandbox.PoolStats{Size: 4, Idle: 3, Starting: 1, Busy: 0, Unbound: 2}
 }
 
 // fakeUpstreams has one server, "fake", with a tool that answers and one

@@ -14,27 +14,40 @@ import (
 )
 
 // TestIdleNamespaceReleased: a namespace that ran nothing for
-// namespaceIdle gives back its warm sandboxes and its workspace's mount,
-// and its next call sets them up again with its files there; nothing is
-// released under an execution that runs, nor under a live session.
+// namespaceIdle gives back its warm sandboxes and its workspace's mount
+// (no sandbox holds a copy: its image's loop device goes), and its next
+// call sets them up again with its files there; nothing is released under
+// an execution that runs, nor under a live session. So with sandboxes
+// started ahead of namespaces (sandbox.Manager.KeepUnbound), whose next
+// call claims one.
 func TestIdleNamespaceReleased(t *testing.T) {
+	for _, unbound := range []int{0, 1} {
+		t.Run(map[int]string{0: "cold", 1: "started ahead"}[unbound], func(t *testing.T) {
+			testIdleNamespaceReleased(t, unbound)
+		})
+	}
+}
+
+func testIdleNamespaceReleased(t *testing.T, unbound int) {
 	const idle = 300 * time.Millisecond
 	cs, s, mgr := realServer(t, sandbox.Production, workspace.ImagesOn, func(o *Options) {
 		o.Config.Sandbox.NamespaceIdle = idle
 	})
+	mgr.KeepUnbound(unbound)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go s.ReleaseIdle(ctx)
 	ws := s.Workspace(DefaultNamespace)
+	image := filepath.Join(filepath.Dir(ws), ".images", filepath.Base(ws)+".ext4")
 	released := func() bool {
 		ps := mgr.PoolStats()
-		return !mounted(ws) && ps.Idle+ps.Starting+ps.Busy == 0 && s.activeNamespaces() == 0
+		return !mounted(ws) && !attached(image) && ps.Idle+ps.Starting+ps.Busy == 0 && s.activeNamespaces() == 0
 	}
 
 	if out := execute(t, cs, "open('f', 'w').write('kept')"); !out.OK {
 		t.Fatalf("first execution: %+v", out.Error)
 	}
-	if !mounted(ws) {
+	if !mounted(ws) || !attached(image) {
 		t.Fatal("the workspace is not an image mounted: the test tests nothing")
 	}
 	waitFor(t, time.Minute, "the idle namespace was not released", released)
@@ -74,6 +87,19 @@ func TestIdleNamespaceReleased(t *testing.T) {
 	}
 	mustCall(t, cs, "close_session", map[string]any{"session_id": "s"}, nil)
 	waitFor(t, time.Minute, "the namespace was not released once its session closed", released)
+}
+
+// attached says whether a loop device is bound to the image file: one
+// is, with autoclear, for as long as a mount of it lives in any mount
+// namespace (a sandbox's included).
+func attached(image string) bool {
+	backing, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, b := range backing {
+		if data, err := os.ReadFile(b); err == nil && strings.TrimSpace(string(data)) == image {
+			return true
+		}
+	}
+	return false
 }
 
 // mounted says whether a filesystem is mounted at dir.

@@ -381,15 +381,7 @@ func attachAndMount(file, dir string) (string, error) {
 // boundLoop finds the loop device bound to the file with this device and
 // inode, or "".
 func boundLoop(dev, ino uint64) string {
-	ents, _ := os.ReadDir("/sys/block")
-	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasPrefix(name, "loop") {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join("/sys/block", name, "loop")); err != nil {
-			continue // not bound
-		}
+	for _, name := range boundLoops() {
 		lf, err := os.Open("/dev/" + name)
 		if err != nil {
 			continue
@@ -401,6 +393,51 @@ func boundLoop(dev, ino uint64) string {
 		}
 	}
 	return ""
+}
+
+// boundLoops names the loop devices that may be bound to a file. A host
+// where loop devices came and went has hundreds of them (every
+// LOOP_CTL_GET_FREE that found none free made one), and asking sysfs of
+// each took milliseconds on the path of a workspace's set-up; the
+// kernel's /proc/partitions lists only the block devices with a size,
+// which a loop device has once bound to a file (an image is never empty).
+// Where it cannot be read, every device in /sys/block is named.
+func boundLoops() []string {
+	var names []string
+	if b, err := os.ReadFile("/proc/partitions"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 4 && isLoop(f[3]) {
+				names = append(names, f[3])
+			}
+		}
+		return names
+	}
+	ents, _ := os.ReadDir("/sys/block")
+	for _, e := range ents {
+		if !isLoop(e.Name()) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("/sys/block", e.Name(), "loop")); err == nil {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+// isLoop says whether a block device's name is a loop device's (loopN,
+// not one of its partitions, loopNpM).
+func isLoop(name string) bool {
+	n, ok := strings.CutPrefix(name, "loop")
+	if !ok || n == "" {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // mountedAt says whether dir is a mount point (the topmost mount there) and

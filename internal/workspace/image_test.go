@@ -376,3 +376,30 @@ func TestImageOutlivesUnmount(t *testing.T) {
 		t.Fatalf("after mounting again: %v", err)
 	}
 }
+
+// TestBoundLoops: the loop devices named as maybe bound (/proc/partitions)
+// include a mounted image's, which boundLoop finds by its file; partitions
+// of a loop device are not loop devices.
+func TestBoundLoops(t *testing.T) {
+	for name, want := range map[string]bool{"loop0": true, "loop127": true, "loop": false, "loop1p1": false, "sda": false, "loopx": false} {
+		if isLoop(name) != want {
+			t.Errorf("isLoop(%q) = %v", name, !want)
+		}
+	}
+	requireImages(t)
+	dir := filepath.Join(imageParent(t), "ws")
+	vs := imageVolumes(t, VolumeOptions{Quota: 64 << 20})
+	v, err := vs.Volume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := v.img.dev
+	if !slices.Contains(boundLoops(), strings.TrimPrefix(dev, "/dev/")) {
+		t.Fatalf("%s is not among %v", dev, boundLoops())
+	}
+	var st unix.Stat_t
+	must(t, unix.Stat(v.img.file, &st))
+	if got := boundLoop(st.Dev, st.Ino); got != dev {
+		t.Fatalf("boundLoop: %q, want %q", got, dev)
+	}
+}

@@ -842,6 +842,11 @@ def child_main(chan, limits, outfds=None, header=b"", pipes=None):
         req = chan.recv(header)
         if req.get("type") != "exec":
             raise ValueError("expected exec frame")
+        if req.get("chdir"):
+            # The workspace was mounted after this process was forked (a
+            # sandbox started before a namespace claimed it): its working
+            # directory is still the empty one beneath.
+            os.chdir(req["chdir"])
         if req.get("session"):
             session(chan, limits, req, outfds)  # never returns
         # Outside a session no frame after this one carries descriptors
