@@ -276,6 +276,13 @@ func TestParseErrors(t *testing.T) {
 		{"unknown nested key", `{"sandbox": {"memroy": "1GiB"}}`, nil, []want{{"sandbox.memroy", `did you mean "memory"?`}}},
 		{"wrong case key", `{"sandbox": {"MaxTimeout": "1m"}}`, nil, []want{{"sandbox.MaxTimeout", `did you mean "maxTimeout"?`}}},
 		{"unknown key lists known", `{"sandbox": {"network": {"proxy": 1}}}`, nil, []want{{"sandbox.network.proxy", "known keys: allow, headers, hosts"}}},
+		{"network rule", `{"sandbox": {"network": {"mode": "allowlist", "allow": ["api.example.com:99999"]}}}`, nil, []want{{"sandbox.network.allow[0]", "is not a port"}}},
+		{"network header for no rule", `{"sandbox": {"network": {"mode": "allowlist", "allow": ["api.example.com:8443"], "headers": {"api.example.com": {"Authorization": "x"}}}}}`, nil, []want{{`sandbox.network.headers["api.example.com"]`, "not a host the allow list admits on port 443"}}},
+		{"network header from a missing variable", `{"sandbox": {"network": {"mode": "allowlist", "allow": ["api.example.com"], "headers": {"api.example.com": {"Authorization": "Bearer ${NO_SUCH_TOKEN_VAR}"}}}}}`, nil, []want{{`sandbox.network.headers["api.example.com"].Authorization`, "NO_SUCH_TOKEN_VAR"}}},
+		{"network pin to loopback", `{"sandbox": {"network": {"mode": "allowlist", "allow": ["db.example.com"], "hosts": {"db.example.com": ["127.0.0.1"]}}}}`, nil, []want{{`sandbox.network.hosts["db.example.com"][0]`, "loopback"}}},
+		{"network off with rules", `{"sandbox": {"network": {"hosts": {"db.example.com": ["10.0.0.1"]}}}}`, nil, []want{{"sandbox.network.hosts", `applies only with mode "allowlist"`}}},
+		{"network namespace name", `{"sandbox": {"network": {"mode": "allowlist", "namespaces": {"Team A": {"allow": []}}}}}`, nil, []want{{`sandbox.network.namespaces["Team A"]`, "not a namespace name"}}},
+		{"network bytes", `{"sandbox": {"network": {"mode": "allowlist", "maxBytes": "1KiB"}}}`, nil, []want{{"sandbox.network.maxBytes", "below the minimum"}}},
 		{"unknown server key", `{"mcpServers": {"gh": {"comand": "x"}}}`, nil, []want{
 			{"mcpServers.gh.comand", `did you mean "command"?`},
 			{"mcpServers.gh", "needs a command"},

@@ -443,17 +443,17 @@ func (k *checker) network(p string, n Network) {
 	k.rules(p, n.Allow, n.Headers)
 	for name, addrs := range n.Hosts {
 		if !isDomain(name) || strings.HasPrefix(name, "*.") {
-			k.addf(p+".hosts."+name, "%q is not a host name", name)
+			k.addf(join(p+".hosts", name), "%q is not a host name", name)
 		}
 		if len(addrs) == 0 {
-			k.addf(p+".hosts."+name, "names no address")
+			k.addf(join(p+".hosts", name), "names no address")
 		}
 		for i, a := range addrs {
 			ip, err := netip.ParseAddr(a)
 			if err != nil {
-				k.addf(index(p+".hosts."+name, i), "%q is not an IP address", a)
+				k.addf(index(join(p+".hosts", name), i), "%q is not an IP address", a)
 			} else if err := egress.CheckAddr(ip); err != nil {
-				k.addf(index(p+".hosts."+name, i), "%s: a sandbox may never reach it", strings.TrimPrefix(err.Error(), egress.ErrRefused.Error()+": "))
+				k.addf(index(join(p+".hosts", name), i), "%s: a sandbox may never reach it", strings.TrimPrefix(err.Error(), egress.ErrRefused.Error()+": "))
 			}
 		}
 	}
@@ -466,9 +466,9 @@ func (k *checker) network(p string, n Network) {
 	}
 	for ns, nn := range n.Namespaces {
 		if !namespaceRE.MatchString(ns) {
-			k.addf(p+".namespaces."+ns, "%q is not a namespace name (^[a-z0-9][a-z0-9_-]{0,62}$)", ns)
+			k.addf(join(p+".namespaces", ns), "%q is not a namespace name (^[a-z0-9][a-z0-9_-]{0,62}$)", ns)
 		}
-		k.rules(p+".namespaces."+ns, nn.Allow, nn.Headers)
+		k.rules(join(p+".namespaces", ns), nn.Allow, nn.Headers)
 	}
 }
 
@@ -485,16 +485,16 @@ func (k *checker) rules(p string, allow []string, headers map[string]map[string]
 	}
 	for host, hs := range headers {
 		if !slices.ContainsFunc(rules, func(r egress.Rule) bool { return r.Admits(host, 443) }) {
-			k.add(p+".headers."+host, []string{p + ".allow"}, "%q is not a host the allow list admits on port 443 (headers go with HTTPS requests to an allowed name)", host)
+			k.add(join(p+".headers", host), []string{p + ".allow"}, "%q is not a host the allow list admits on port 443 (headers go with HTTPS requests to an allowed name)", host)
 		}
 		for name := range hs {
 			if !httpguts.ValidHeaderFieldName(name) {
-				k.addf(p+".headers."+host+"."+name, "%q is not a header name", name)
+				k.addf(join(join(p+".headers", host), name), "%q is not a header name", name)
 			}
 		}
 		for name, v := range hs {
 			if !httpguts.ValidHeaderFieldValue(v) {
-				k.addf(p+".headers."+host+"."+name, "the value is not a valid header value (a line break or a control character)")
+				k.addf(join(join(p+".headers", host), name), "the value is not a valid header value (a line break or a control character)")
 			}
 		}
 	}
