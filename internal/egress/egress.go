@@ -31,9 +31,9 @@ type Policy struct {
 	// an organisation needs. Without it a name that resolves to one is
 	// refused unless a pin or an address rule says it may.
 	Private bool
-	// Headers are added to every HTTPS request to a host (the lower-case
-	// name a rule admits), such as an Authorization the code must not
-	// see: the proxy ends the code's TLS to that host with a certificate
+	// Headers are added to every HTTPS request to a host on port 443 (the
+	// lower-case name a rule admits), such as an Authorization the code
+	// must not see: the proxy ends the code's TLS to that host with a certificate
 	// CA issues, and makes its own to the host, verified against Roots.
 	// A header the code sent under the same name is replaced.
 	Headers map[string]http.Header
@@ -201,7 +201,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// what the server's reader already holds.
 	cr := bufio.NewReaderSize(buf.Reader, 17<<10)
 	pol := p.policy()
-	if h := pol.Headers[t.name]; h != nil && pol.CA != nil {
+	if h := pol.Headers[t.name]; h != nil && pol.CA != nil && t.port == 443 {
 		p.intercept(client, cr, up, t, h, m)
 		return
 	}

@@ -212,6 +212,14 @@ func (p *Proxy) relay(client net.Conn, cr *bufio.Reader, up net.Conn, ur *bufio.
 			return
 		}
 		stripHop(req.Header)
+		if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+			// The body is copied to the host as the request is written,
+			// so the client is told to send it now.
+			req.Header.Del("Expect")
+			if _, err := io.WriteString(client, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+				return
+			}
+		}
 		for k, v := range headers {
 			req.Header[k] = v
 		}
@@ -225,6 +233,13 @@ func (p *Proxy) relay(client net.Conn, cr *bufio.Reader, up net.Conn, ur *bufio.
 			upReady = nil
 		}
 		resp, err := http.ReadResponse(ur, req)
+		// Informational answers (100 Continue, 103) come before the one
+		// that ends the request: passed on as they come.
+		for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			if err = resp.Write(client); err == nil {
+				resp, err = http.ReadResponse(ur, req)
+			}
+		}
 		if err != nil {
 			return
 		}

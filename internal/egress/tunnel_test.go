@@ -155,6 +155,26 @@ func TestTunnelChecks(t *testing.T) {
 		}
 	})
 
+	t.Run("a body sent after 100 Continue", func(t *testing.T) {
+		c := dial()
+		status, r := connect(t, c, "api.example.com:80")
+		if !strings.HasPrefix(status, "200") {
+			t.Fatalf("CONNECT: %s", status)
+		}
+		fmt.Fprintf(c, "POST /up HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+		cont, err := http.ReadResponse(r, nil)
+		if err != nil || cont.StatusCode != http.StatusContinue {
+			t.Fatalf("want 100 Continue first: %v %v", cont, err)
+		}
+		c.Write([]byte("hello"))
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("then the answer: %v %v", resp, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		<-b.seen
+	})
+
 	t.Run("TLS naming another host", func(t *testing.T) {
 		c := dial()
 		status, _ := connect(t, c, "api.example.com:443")
