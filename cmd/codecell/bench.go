@@ -54,6 +54,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	hardenedOnly := fs.Bool("hardened-only", false, "measure only the hardened figures (gVisor; skipped without runsc)")
 	tenants := fs.Int("tenants", 0, "measure only one HTTP server shared by this many bearer tokens (namespaces): memory, processes, cold and warm calls, a busy namespace among others")
 	nsIdle := fs.Duration("namespace-idle", time.Minute, "with --tenants: the server's sandbox.namespaceIdle")
+	spare := fs.Int("spare-pool", 3, "with --tenants: the server's sandbox.sparePool")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	defer os.RemoveAll(root)
 	os.Chmod(root, 0o711)
 	if *tenants > 0 {
-		return benchTenants(ctx, g, self, root, *tenants, *nsIdle, *mdFile, *jsonFile)
+		return benchTenants(ctx, g, self, root, *tenants, *nsIdle, *spare, *mdFile, *jsonFile)
 	}
 	if *hardenedOnly {
 		figs, err := hardenedBench(ctx, g, self, root, *n)

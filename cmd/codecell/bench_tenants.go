@@ -27,13 +27,13 @@ import (
 // namespaces went idle; a cold namespace's first call and a warm one's, as
 // ratios to a bare interpreter spawn; and a busy namespace's latency alone
 // and while up to 500 others each make one call.
-func benchTenants(ctx context.Context, g *globals, self, root string, n int, idle time.Duration, mdFile, jsonFile string) error {
+func benchTenants(ctx context.Context, g *globals, self, root string, n int, idle time.Duration, spare int, mdFile, jsonFile string) error {
 	tokens := map[string]string{}
 	for i := range n {
 		tokens[tenantToken(i)] = "ns" + strconv.Itoa(i)
 	}
 	cfg := map[string]any{
-		"sandbox": map[string]any{"isolation": "production", "timeout": "120s", "namespaceIdle": idle.String()},
+		"sandbox": map[string]any{"isolation": "production", "timeout": "120s", "namespaceIdle": idle.String(), "sparePool": spare},
 		"http":    map[string]any{"tokens": tokens},
 	}
 	cfgPath := filepath.Join(root, "config.json")

@@ -91,7 +91,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		if a.cfg.Sandbox.NamespaceIdle > 0 {
 			// A namespace that gave its sandboxes back claims one of these
 			// on its next call rather than start one cold (issue 33).
-			a.sandbox.KeepUnbound(unboundSandboxes)
+			a.sandbox.KeepUnbound(a.cfg.Sandbox.SparePool)
 		}
 	}
 	if *addr == "" {
@@ -144,11 +144,3 @@ func browsable(addr net.Addr) string {
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
 }
-
-// unboundSandboxes is how many sandboxes a server that releases idle
-// namespaces keeps started for no namespace yet (sandbox.KeepUnbound):
-// lean ones, about 12 MB and 3 processes each, enough that namespaces
-// coming back one right after another (each takes one, and another starts
-// in its place in about 50 ms of a core) mostly find one ready
-// (BENCHMARKS.md, "Many tenants").
-const unboundSandboxes = 3

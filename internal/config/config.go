@@ -105,6 +105,12 @@ type Sandbox struct {
 	// watches, cached choices); its next call sets them up again. Default
 	// a minute; 0 keeps them for as long as the server lives.
 	NamespaceIdle time.Duration
+	// SparePool (JSON "sparePool") is how many sandboxes a server that
+	// releases idle namespaces (HTTP, NamespaceIdle > 0) keeps started for
+	// no namespace yet, for namespaces coming back from idle to claim
+	// (about 12 MB and 3 processes each); default 3, at most WarmLimit, 0
+	// for none. More hold a larger burst of returning namespaces.
+	SparePool int
 	// WarmLimit (JSON "warmLimit") bounds the warm sandboxes of all
 	// namespaces together, 1..1024, default 16: warm capacity is the
 	// server's, handed to the namespaces that run code, never multiplied
@@ -290,6 +296,7 @@ func Default() *Config {
 			Pool:                 4,
 			IdlePool:             1,
 			NamespaceIdle:        time.Minute,
+			SparePool:            3,
 			WarmLimit:            16,
 			WarmMemory:           2 * GiB,
 			Concurrency:          16,

@@ -226,7 +226,7 @@ func TestParseFull(t *testing.T) {
 			Isolation: "hardened", Python: "/opt/py/bin/python3", Timeout: 10 * time.Second, MaxTimeout: 10 * time.Minute, TaskAfter: 5 * time.Second, TaskTimeout: time.Hour,
 			Memory: 1 << 30, Pids: 128, CPUTime: 2 * time.Minute, Output: 64 << 10, FileSize: 10_000_000,
 			OpenFiles: 1024, TmpSize: 3 << 29, WorkspaceQuota: 2 << 30, WorkspaceEntries: 5000, WorkspaceImages: "off", MaxToolCalls: 50, Pool: 0, IdlePool: 0, Preload: []string{"numpy", "scipy.stats"}, AnswerBudget: 5000,
-			NamespaceIdle: 90 * time.Second, WarmLimit: 4, WarmMemory: 512 << 20, Concurrency: 6, NamespaceConcurrency: 3,
+			NamespaceIdle: 90 * time.Second, SparePool: 3, WarmLimit: 4, WarmMemory: 512 << 20, Concurrency: 6, NamespaceConcurrency: 3,
 			Network:    Network{Mode: "allowlist", Allow: []string{"pypi.org", "*.pythonhosted.org"}, MaxConnections: DefaultMaxConnections, MaxBytes: DefaultMaxBytes},
 			Wheelhouse: "/var/wheels",
 		},
@@ -282,6 +282,7 @@ func TestParseErrors(t *testing.T) {
 		{"network pin to loopback", `{"sandbox": {"network": {"mode": "allowlist", "allow": ["db.example.com"], "hosts": {"db.example.com": ["127.0.0.1"]}}}}`, nil, []want{{`sandbox.network.hosts["db.example.com"][0]`, "loopback"}}},
 		{"network off with rules", `{"sandbox": {"network": {"hosts": {"db.example.com": ["10.0.0.1"]}}}}`, nil, []want{{"sandbox.network.hosts", `applies only with mode "allowlist"`}}},
 		{"network namespace name", `{"sandbox": {"network": {"mode": "allowlist", "namespaces": {"Team A": {"allow": []}}}}}`, nil, []want{{`sandbox.network.namespaces["Team A"]`, "not a namespace name"}}},
+		{"spares past the warm bound", `{"sandbox": {"warmLimit": 4, "sparePool": 5}}`, nil, []want{{"sandbox.sparePool", "above the maximum 4"}}},
 		{"network bytes", `{"sandbox": {"network": {"mode": "allowlist", "maxBytes": "1KiB"}}}`, nil, []want{{"sandbox.network.maxBytes", "below the minimum"}}},
 		{"unknown server key", `{"mcpServers": {"gh": {"comand": "x"}}}`, nil, []want{
 			{"mcpServers.gh.comand", `did you mean "command"?`},

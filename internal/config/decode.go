@@ -660,6 +660,7 @@ func (d *decoder) sandbox(v *value, path string, s *Sandbox) {
 		"answerBudget":         d.setInt(&s.AnswerBudget),
 		"idlePool":             d.setInt(&s.IdlePool),
 		"namespaceIdle":        d.setDuration(&s.NamespaceIdle),
+		"sparePool":            d.setInt(&s.SparePool),
 		"warmLimit":            d.setInt(&s.WarmLimit),
 		"warmMemory":           d.setSize(&s.WarmMemory),
 		"concurrency":          d.setInt(&s.Concurrency),

@@ -216,6 +216,9 @@ func (k *checker) sandbox(s *Sandbox) {
 		k.addf(p+".namespaceIdle", "%s is below the minimum 1s (0 keeps idle namespaces' resources for good)", formatDuration(s.NamespaceIdle))
 	}
 	k.between(p+".warmLimit", s.WarmLimit, 1, 1024)
+	if s.WarmLimit >= 1 {
+		k.between(p+".sparePool", s.SparePool, 0, s.WarmLimit) // spares are warm capacity too
+	}
 	k.minSize(p+".warmMemory", s.WarmMemory, 64*MiB)
 	k.between(p+".concurrency", s.Concurrency, 1, 4096)
 	k.between(p+".namespaceConcurrency", s.NamespaceConcurrency, 1, 4096)
