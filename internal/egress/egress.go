@@ -181,7 +181,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer up.Close()
 	p.logf("admitted", r.Method, t.String(), nil)
 	if r.Method != http.MethodConnect {
-		p.forward(w, r, up, t)
+		p.forward(w, r, up)
 		return
 	}
 	hj, ok := w.(http.Hijacker)
@@ -293,7 +293,7 @@ func (p *Proxy) dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
 
 // forward sends one plain HTTP request to the host over up and copies the
 // answer back.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, up net.Conn, t target) {
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, up net.Conn) {
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
 	out.Close = true
