@@ -17,8 +17,9 @@ import (
 //	api.example.com:8443     that name, on that port
 //	*.example.com            every name under example.com (not example.com itself)
 //	api.example.com:*        that name, on any port
-//	203.0.113.7, 10.0.0.0/8  that address or those addresses, as literals or as
-//	                         what a name resolves to, on ports 80 and 443
+//	203.0.113.7, 10.0.0.0/8  that address or those addresses written as such, on
+//	                         ports 80 and 443; a name another rule admits may
+//	                         resolve there even when the address is private
 //	10.0.0.0/8:5432          the same, on that port
 //	[2001:db8::/32]:443      IPv6 with a port takes brackets
 type Rule struct {
