@@ -286,7 +286,7 @@ func (z *zygote) bind(tg target) error {
 	if err != nil {
 		return err
 	}
-	z.chdir = WorkspaceMount
+	z.chdir, z.boundTo = WorkspaceMount, tg.workspace
 	return nil
 }
 

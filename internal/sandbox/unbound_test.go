@@ -78,7 +78,7 @@ func claimedManager(t *testing.T) (*Manager, string) {
 		t.Fatalf("the first execution: %+v", r.Error)
 	}
 	waitBack(t, m)
-	if !holds(m, ws, z) {
+	if z.boundTo != ws {
 		t.Fatal("the workspace's sandbox is not the one started ahead")
 	}
 	return m, ws
@@ -193,7 +193,7 @@ for line in open("/proc/self/mountinfo"):
 		t.Fatalf("the file b wrote: %q %v", data, err)
 	}
 	waitBack(t, m)
-	if !holds(m, wsB, z) {
+	if z.boundTo != wsB {
 		t.Fatal("the claimed sandbox is not b's")
 	}
 	// b's next execution runs in it again, in its workspace.
@@ -211,7 +211,7 @@ for line in open("/proc/self/mountinfo"):
 		t.Fatalf("c's execution: %s", toJSON(r.Result))
 	}
 	waitBack(t, m)
-	if !holds(m, wsC, z2) || holds(m, wsB, z2) || holds(m, wsC, z) {
+	if z2.boundTo != wsC || holds(m, wsB, z2) || holds(m, wsC, z) {
 		t.Fatal("a sandbox serves two namespaces")
 	}
 
@@ -311,8 +311,10 @@ func TestUnboundShapeChange(t *testing.T) {
 	if !r.OK || toJSON(r.Result) != `[false,["c.txt"]]` {
 		t.Fatalf("c: %+v %+v", r.Result, r.Error)
 	}
-	waitBack(t, m)
-	if !holds(m, wsC, z2) {
+	// Claimed (bound to c's workspace) is what counts: whether it is back
+	// in c's pool after the execution depends on timing (a refill for c's
+	// pool of one may come first, and the claimed one is then dropped).
+	if z2.boundTo != wsC {
 		t.Fatal("c did not claim the sandbox of its shape")
 	}
 }

@@ -43,6 +43,8 @@ type zygote struct {
 	// claimed the sandbox after it started (unbound.go), else "". Set
 	// before the sandbox serves its first execution.
 	chdir string
+	// boundTo is the workspace a claim mounted in it; "" otherwise.
+	boundTo string
 }
 
 // ctlMsg is a message on the control socket.
