@@ -290,3 +290,46 @@ func TestPrivateAddresses(t *testing.T) {
 		}
 	}
 }
+
+// TestTunnelTLSToAddress: a CONNECT to an address takes no TLS server
+// name: one would reach a named site behind that address.
+func TestTunnelTLSToAddress(t *testing.T) {
+	b := newBackend(t, "")
+	m := NewMeter(0, 0)
+	p := proxyTo(t, b, rules(t, "203.0.113.7:443"), nil)
+	p.SetMeter(m)
+	c := rawProxy(t, p)()
+	if status, _ := connect(t, c, "203.0.113.7:443"); !strings.HasPrefix(status, "200") {
+		t.Fatalf("CONNECT: %s", status)
+	}
+	tc := tls.Client(c, &tls.Config{ServerName: "other.example.com", InsecureSkipVerify: true})
+	if err := tc.Handshake(); err == nil {
+		t.Fatal("a TLS name through a tunnel to an address got through")
+	}
+	flows, _ := m.Flows()
+	if len(flows) != 2 || !strings.Contains(flows[1].Refused, "through a tunnel to the address") {
+		t.Errorf("flows %+v, want the refusal", flows)
+	}
+}
+
+// TestHeadersOnlyOn443: a host with headers is intercepted on port 443
+// only; elsewhere its tunnel is a plain one, and no header is added.
+func TestHeadersOnlyOn443(t *testing.T) {
+	b := newBackend(t, "")
+	ca, err := NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := rules(t, "api.example.com:8080")
+	pol.CA, pol.Headers = ca, map[string]http.Header{"api.example.com": {"Authorization": {"secret"}}}
+	c := rawProxy(t, proxyTo(t, b, pol, nil))()
+	status, r := connect(t, c, "api.example.com:8080")
+	if !strings.HasPrefix(status, "200") {
+		t.Fatalf("CONNECT: %s", status)
+	}
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: api.example.com:8080\r\n\r\n")
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("plain HTTP through the tunnel: %v %v", resp, err)
+	}
+}

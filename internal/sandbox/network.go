@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/codecell/codecell/internal/egress"
 )
@@ -37,7 +38,7 @@ const (
 func networkEnv(n *Network) [][2]string {
 	proxy := fmt.Sprintf("http://127.0.0.1:%d", EgressPort)
 	env := [][2]string{
-		{"CODECELL_EGRESS", EgressMount},
+		{"CODECELL_EGRESS", EgressMount}, {"CODECELL_EGRESS_PORT", strconv.Itoa(EgressPort)},
 		{"HTTP_PROXY", proxy}, {"HTTPS_PROXY", proxy}, {"http_proxy", proxy}, {"https_proxy", proxy},
 		{"NO_PROXY", "localhost,127.0.0.1,::1"}, {"no_proxy", "localhost,127.0.0.1,::1"},
 	}

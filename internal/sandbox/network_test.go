@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +259,24 @@ func TestNetworkSession(t *testing.T) {
 		if !res.OK || len(res.Network) != 1 || res.Network[0].Connections != 1 {
 			t.Errorf("session execution %d: ok=%v stdout=%q network=%+v error=%+v", i, res.OK, res.Stdout, res.Network, res.Error)
 		}
+	}
+}
+
+// TestEgressSocketUnguessable: the proxy's socket (which adds the
+// configured headers) is in a directory other host users may cross but
+// not list, under a name of 128 random bits.
+func TestEgressSocketUnguessable(t *testing.T) {
+	m, _ := newTestManager(t, Production, DefaultLimits, 0)
+	sock, _, stop, err := m.startEgress(context.Background(), &egress.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	info, err := os.Stat(filepath.Dir(sock))
+	if err != nil || info.Mode().Perm() != 0o711 {
+		t.Errorf("the socket's directory: %v %v, want mode 0711", info.Mode(), err)
+	}
+	if name := filepath.Base(sock); !regexp.MustCompile(`^[0-9a-f]{32}\.sock$`).MatchString(name) {
+		t.Errorf("socket named %q, want 32 random hex digits", name)
 	}
 }

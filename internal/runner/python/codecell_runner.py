@@ -377,7 +377,7 @@ _limits = {}  # this execution's limits, for guard_thread_start's message
 # sent through the same relay as a CONNECT. Neither is a boundary: the
 # proxy on the host decides, whatever the code sends it.
 _EGRESS = os.environ.get("CODECELL_EGRESS")
-_EGRESS_PORT = 3128
+_EGRESS_PORT = int(os.environ.get("CODECELL_EGRESS_PORT") or 0)  # sandbox.EgressPort
 _egress_on = False
 if _EGRESS:
     import socket as _sockmod  # before the fork, so children have it
