@@ -2,9 +2,16 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/codecell/codecell/internal/runner"
 )
 
 // BenchmarkExec is a trivial execution straight on the Manager, without MCP,
@@ -81,4 +88,58 @@ func BenchmarkExecPaced(b *testing.B) {
 			b.ReportMetric(float64(times[len(times)*99/100].Microseconds())/1000, "p99-ms")
 		})
 	}
+}
+
+// BenchmarkStart is a production sandbox's cold start, until its fork
+// server is ready, and its kill: with the runner as source, and as the
+// bytecode runnerFor gives the Manager's interpreter. cpu-ms/op is the CPU
+// that the sandbox's processes (bubblewrap's, the interpreter's) ran for
+// until it was ready.
+func BenchmarkStart(b *testing.B) {
+	for _, kind := range []string{"source", "bytecode"} {
+		b.Run(kind, func(b *testing.B) {
+			m, ws := newTestManager(b, Production, Limits{}, 1)
+			if err := m.PrepareDir(ws); err != nil {
+				b.Fatal(err)
+			}
+			if kind == "source" {
+				m.bytecode.once.Do(func() {}) // as if compiling had failed
+			}
+			tg := m.defaultTarget(ws)
+			if _, script := m.runnerFor(tg.python); (script == runner.CompiledScript) != (kind == "bytecode") {
+				b.Fatalf("the sandbox runs %s", script)
+			}
+			var cpu time.Duration
+			for b.Loop() {
+				sb, err := m.start(context.Background(), tg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cpu += treeCPU(sb.(*zygote).cmd.Process.Pid)
+				sb.kill()
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// treeCPU is the CPU time that pid and its descendants alive ran for, from
+// the scheduler's account of each of their threads (schedstat).
+func treeCPU(pid int) time.Duration {
+	var total time.Duration
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	for _, task := range tasks {
+		if stat, err := os.ReadFile(filepath.Join(task, "schedstat")); err == nil {
+			if ns, err := strconv.ParseInt(strings.Fields(string(stat))[0], 10, 64); err == nil {
+				total += time.Duration(ns)
+			}
+		}
+		children, _ := os.ReadFile(filepath.Join(task, "children"))
+		for _, child := range strings.Fields(string(children)) {
+			if c, err := strconv.Atoi(child); err == nil {
+				total += treeCPU(c)
+			}
+		}
+	}
+	return total
 }

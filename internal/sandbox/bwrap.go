@@ -1,10 +1,13 @@
 package sandbox
 
 import (
+	"cmp"
 	"crypto/rand"
 	"fmt"
 	"path"
 	"strconv"
+
+	"github.com/codecell/codecell/internal/runner"
 )
 
 // Paths inside a sandbox.
@@ -70,11 +73,15 @@ type bwrapSpec struct {
 	// root at RuntimeMount from descriptors rather than bound from Runtime,
 	// so that the sandbox's mount table does not show Runtime's host path.
 	RuntimeFiles []bwrapFile
-	Workspace    string // the workspace, mounted at WorkspaceMount
-	Gen          string // the generated servers package's directory, mounted at GenMount; "" for none
-	Skills       string // the namespace's skills directory, mounted at SkillsMount; "" for none
-	TmpSize      int64
-	Preload      []string // the runner's --preload argument, or nil
+	// Script is the file under RuntimeMount the interpreter runs: the
+	// runner's source, or its bytecode (runner.CompiledScript) when
+	// RuntimeFiles hold it; "" is the source.
+	Script    string
+	Workspace string // the workspace, mounted at WorkspaceMount
+	Gen       string // the generated servers package's directory, mounted at GenMount; "" for none
+	Skills    string // the namespace's skills directory, mounted at SkillsMount; "" for none
+	TmpSize   int64
+	Preload   []string // the runner's --preload argument, or nil
 	// Network, when set, is the sandbox's way out: EgressSock (the
 	// proxy's socket on the host) is bound at EgressMount and the
 	// network's trust store at TrustMount, with their environment.
@@ -216,7 +223,7 @@ func bwrapArgs(s bwrapSpec) []string {
 	if s.SeccompFD > 0 {
 		a = append(a, "--seccomp", fd(s.SeccompFD))
 	}
-	a = append(a, "--", s.Python, "-I", "-B", RuntimeMount+"/codecell_runner.py",
+	a = append(a, "--", s.Python, "-I", "-B", path.Join(RuntimeMount, cmp.Or(s.Script, runner.Script)),
 		"--zygote", fd(s.CtlFD), "--isolated", "--scratch", "/tmp:/dev/shm")
 	a = append(a, s.Preload...)
 	if s.Skills != "" {

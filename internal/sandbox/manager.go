@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,6 +98,11 @@ type Manager struct {
 	errTail bytes.Buffer // the last sandbox stderr, for start errors
 
 	preloads preloads // what the fork servers preloaded
+
+	bytecode struct { // the runner compiled by Options.Python (runnerFor)
+		once  sync.Once
+		files []runner.File // runtimeFiles and the bytecode; nil when compiling failed
+	}
 
 	dirMu    sync.Mutex      // guards prepared
 	prepared map[string]bool // workspaces PrepareDir has set up
@@ -760,4 +766,31 @@ func (m *Manager) PoolStats() PoolStats {
 	}
 	st.Unbound = len(m.unbound.idle) + m.unbound.starting
 	return st
+}
+
+// runnerFor is what a production sandbox of python is given of the runner,
+// and the file it runs: the sources, and for Options.Python their bytecode
+// too (runner.Compile, at its first start), so that a start does not
+// compile the runner: about a quarter of its CPU. An environment's
+// interpreter is never run on the host (runner.Compile), so its sandboxes
+// compile the runner as they start; so do all when compiling failed.
+func (m *Manager) runnerFor(python string) ([]runner.File, string) {
+	if python != m.opts.Python {
+		return m.runtimeFiles, runner.Script
+	}
+	b := &m.bytecode
+	b.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		pyc, err := runner.Compile(ctx, python, RuntimeMount)
+		if err != nil {
+			m.log.Warn("sandboxes compile the runner as they start", "error", err)
+			return
+		}
+		b.files = append(slices.Clip(m.runtimeFiles), pyc...)
+	})
+	if b.files == nil {
+		return m.runtimeFiles, runner.Script
+	}
+	return b.files, runner.CompiledScript
 }

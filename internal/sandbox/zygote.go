@@ -123,7 +123,8 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (z *zygote, err er
 				}
 			}()
 		}
-		rtFiles, rtSpec, err := memFiles(m.runtimeFiles, 7)
+		files, script := m.runnerFor(tg.python)
+		rtFiles, rtSpec, err := memFiles(files, 7)
 		if err != nil {
 			childEnd.Close()
 			conn.Close()
@@ -148,6 +149,7 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (z *zygote, err er
 			SeccompFD:    4,
 			BootIDFD:     6,
 			RuntimeFiles: rtSpec,
+			Script:       script,
 			Runtime:      m.runtime,
 			Workspace:    workspace,
 			Gen:          m.opts.GenDir,

@@ -304,7 +304,9 @@ def _internal(filename):
     around codecell._rpc.call)."""
     path = os.path.abspath(filename)
     here = os.path.dirname(os.path.abspath(__file__))
-    if path == os.path.abspath(__file__) or path.startswith(os.path.join(here, "codecell") + os.sep):
+    # Run as its bytecode (codecell_runner.pyc), its frames still name the
+    # source.
+    if path == os.path.join(here, "codecell_runner.py") or path.startswith(os.path.join(here, "codecell") + os.sep):
         return True
     return _GEN is not None and path.startswith(os.path.join(_GEN, "servers") + os.sep)
 
