@@ -103,7 +103,8 @@ func BenchmarkStart(b *testing.B) {
 				b.Fatal(err)
 			}
 			if kind == "source" {
-				m.bytecode.once.Do(func() {}) // as if compiling had failed
+				// As if compiling had failed for this interpreter.
+				m.bytecode.python = interpreterOf(python)
 			}
 			tg := m.defaultTarget(ws)
 			if _, script := m.runnerFor(tg.python); (script == runner.CompiledScript) != (kind == "bytecode") {

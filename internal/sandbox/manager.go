@@ -17,6 +17,7 @@ import (
 
 	"github.com/codecell/codecell/internal/cgroup"
 	"github.com/codecell/codecell/internal/runner"
+	"golang.org/x/sys/unix"
 )
 
 // Options configure a Manager. Zero values mean the documented defaults.
@@ -100,8 +101,9 @@ type Manager struct {
 	preloads preloads // what the fork servers preloaded
 
 	bytecode struct { // the runner compiled by Options.Python (runnerFor)
-		once  sync.Once
-		files []runner.File // runtimeFiles and the bytecode; nil when compiling failed
+		mu     sync.Mutex
+		python interpreterID // the interpreter files were compiled by
+		files  []runner.File // runtimeFiles and the bytecode; nil when compiling failed
 	}
 
 	dirMu    sync.Mutex      // guards prepared
@@ -770,27 +772,46 @@ func (m *Manager) PoolStats() PoolStats {
 
 // runnerFor is what a production sandbox of python is given of the runner,
 // and the file it runs: the sources, and for Options.Python their bytecode
-// too (runner.Compile, at its first start), so that a start does not
-// compile the runner: about a quarter of its CPU. An environment's
-// interpreter is never run on the host (runner.Compile), so its sandboxes
-// compile the runner as they start; so do all when compiling failed.
+// too (runner.Compile), so that a start does not compile the runner: about
+// a quarter of its CPU. The bytecode is made at the first start, and again
+// when the interpreter's file changed (an upgrade to another version would
+// not run the old). An environment's interpreter is never run on the host
+// (runner.Compile), so its sandboxes compile the runner as they start; so
+// do all when compiling failed.
 func (m *Manager) runnerFor(python string) ([]runner.File, string) {
 	if python != m.opts.Python {
 		return m.runtimeFiles, runner.Script
 	}
 	b := &m.bytecode
-	b.once.Do(func() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if id := interpreterOf(python); id != b.python {
+		b.python, b.files = id, nil
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
 		pyc, err := runner.Compile(ctx, python, RuntimeMount)
 		if err != nil {
 			m.log.Warn("sandboxes compile the runner as they start", "error", err)
-			return
+		} else {
+			b.files = append(slices.Clip(m.runtimeFiles), pyc...)
 		}
-		b.files = append(slices.Clip(m.runtimeFiles), pyc...)
-	})
+	}
 	if b.files == nil {
 		return m.runtimeFiles, runner.Script
 	}
 	return b.files, runner.CompiledScript
+}
+
+// interpreterID tells an interpreter's file from the one it replaced.
+type interpreterID struct {
+	dev, ino uint64
+	mtime    int64
+}
+
+func interpreterOf(python string) interpreterID {
+	var st unix.Stat_t
+	if unix.Stat(python, &st) != nil {
+		return interpreterID{}
+	}
+	return interpreterID{uint64(st.Dev), st.Ino, st.Mtim.Nano()}
 }
