@@ -206,9 +206,10 @@ func assertNoProcs(t *testing.T, needle string) {
 func idleGVisor(t *testing.T, m *Manager, ws string) *gvisor {
 	t.Helper()
 	waitWarm(t, m, ws)
+	tg := m.defaultTarget(ws)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	list := m.idle[m.defaultTarget(ws)]
+	list := m.idle[tg]
 	return list[len(list)-1].(*gvisor)
 }
 

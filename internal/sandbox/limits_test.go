@@ -44,8 +44,9 @@ func waitWarm(t *testing.T, m *Manager, ws string) {
 	t.Helper()
 	m.WarmFor(Request{Workspace: ws})
 	for deadline := time.Now().Add(slack); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		tg := m.defaultTarget(ws)
 		m.mu.Lock()
-		n := len(m.idle[m.defaultTarget(ws)])
+		n := len(m.idle[tg])
 		m.mu.Unlock()
 		if n > 0 {
 			return

@@ -80,9 +80,13 @@ type Manager struct {
 	busy     map[target]int
 	returned chan struct{} // closed and replaced whenever one comes back
 	demand   map[target]*demand
-	// epochs count each workspace's Refreshes: a sandbox started before
-	// the last one is of a target with an older epoch, never pooled again.
-	epochs map[string]uint64
+	// epochs is each workspace's epoch, that of the targets made since its
+	// last Refresh or Release. Those drop it, and the next target takes a
+	// new one from epochSeq, which all workspaces share: so a sandbox
+	// started before is of an older epoch, never pooled again, and a
+	// released workspace leaves nothing here.
+	epochs   map[string]uint64
+	epochSeq uint64
 	// mem is what each sandbox measured holds (for WarmMemory), kindMem
 	// the last measure of each kind (preloaded or not), lastUsed when each
 	// workspace last started an execution (Unix nanoseconds): the warm
@@ -244,7 +248,7 @@ func (m *Manager) Exec(ctx context.Context, req Request) *Result {
 	}
 	sb.run(ctx, &req, m.limits, res, func(reusable bool) {
 		m.mu.Lock()
-		m.busy[tg]--
+		m.decLocked(m.busy, tg)
 		m.mu.Unlock()
 		if reusable {
 			m.put(tg, sb)
@@ -416,7 +420,7 @@ func (m *Manager) startBusy(ctx context.Context, workspace target, waited bool) 
 	sb, err := m.start(ctx, workspace)
 	if err != nil {
 		m.mu.Lock()
-		m.busy[workspace]--
+		m.decLocked(m.busy, workspace)
 		m.mu.Unlock()
 	}
 	return sb, err
@@ -510,7 +514,7 @@ func (m *Manager) refill(workspace target) {
 			sb, err := m.start(ctx, workspace)
 			cancel()
 			m.mu.Lock()
-			m.starting[workspace]--
+			m.decLocked(m.starting, workspace)
 			m.mu.Unlock()
 			if err != nil {
 				m.log.Warn("warm pool: start sandbox", "level", m.opts.Level, "error", err)
@@ -558,9 +562,19 @@ func (tg target) sameBut(other target) bool {
 	return tg == other
 }
 
-// defaultTarget is the target of a workspace with the Manager's Python.
+// defaultTarget is the target of a workspace with the Manager's Python, of
+// the workspace's epoch.
 func (m *Manager) defaultTarget(workspace string) target {
-	return target{workspace: workspace, dir: dirID(workspace), python: m.opts.Python}
+	tg := target{workspace: workspace, dir: dirID(workspace), python: m.opts.Python}
+	m.mu.Lock()
+	tg.epoch = m.epochs[workspace]
+	if tg.epoch == 0 {
+		m.epochSeq++
+		tg.epoch = m.epochSeq
+		m.epochs[workspace] = tg.epoch
+	}
+	m.mu.Unlock()
+	return tg
 }
 
 // dirID identifies a directory by its device and inode; 0 when it does
@@ -588,10 +602,17 @@ func (m *Manager) targetOf(req *Request) target {
 	}
 	tg.preload = len(m.opts.Preload) > 0 && importsBeyondStdlib(req.Code)
 	tg.network = req.Network
-	m.mu.Lock()
-	tg.epoch = m.epochs[tg.workspace]
-	m.mu.Unlock()
 	return tg
+}
+
+// decLocked counts one sandbox fewer of tg in busy or starting, dropping
+// the count at zero: each Refresh and Release makes a workspace's targets
+// anew (their epoch), so zeros kept would pile up with every namespace and
+// every time one goes idle and comes back. m.mu is held.
+func (m *Manager) decLocked(counts map[target]int, tg target) {
+	if counts[tg]--; counts[tg] <= 0 {
+		delete(counts, tg)
+	}
 }
 
 // readOnlyDirs are the host directories a target's sandbox shows read-only.
@@ -656,7 +677,7 @@ func (m *Manager) dropIdle(workspace string, keep target) {
 // executions come.
 func (m *Manager) Refresh(workspace string) {
 	m.mu.Lock()
-	m.epochs[workspace]++
+	delete(m.epochs, workspace) // its next target takes a new epoch
 	m.mu.Unlock()
 	m.dropIdle(workspace, target{})
 }

@@ -154,9 +154,10 @@ func TestElasticPool(t *testing.T) {
 		o.PoolSize, o.IdlePoolSize, o.IdleAfter = 4, 1, 2*time.Second
 	})
 	warm := func() int {
+		tg := m.defaultTarget(ws)
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		return len(m.idle[m.defaultTarget(ws)])
+		return len(m.idle[tg])
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()

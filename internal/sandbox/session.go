@@ -52,7 +52,7 @@ func (m *Manager) OpenSession(ctx context.Context, req Request) (*Session, error
 	}
 	// The sandbox leaves the pool for good: the pool starts another.
 	m.mu.Lock()
-	m.busy[tg]--
+	m.decLocked(m.busy, tg)
 	m.mu.Unlock()
 	m.refill(tg)
 	z, ok := sb.(*zygote)

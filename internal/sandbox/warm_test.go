@@ -80,3 +80,43 @@ func TestWarmLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseForgets: a workspace released leaves nothing in the Manager's
+// bookkeeping, however often it comes back and goes idle again: a server
+// of many namespaces that each call now and then would otherwise keep a
+// little of each, for every time.
+func TestReleaseForgets(t *testing.T) {
+	m, ws := newTestManager(t, Development, Limits{}, 1)
+	for round := range 3 {
+		if res := exec1(t, m, ws, "1", slack); !res.OK {
+			t.Fatalf("round %d: %+v", round, res.Error)
+		}
+		m.Release(ws)
+		// A refill may still be starting: it is killed once it is up.
+		for deadline := time.Now().Add(slack); ; time.Sleep(20 * time.Millisecond) {
+			if st := m.PoolStats(); st.Busy == 0 && st.Starting == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the pool did not settle: %+v", round, m.PoolStats())
+			}
+		}
+		m.mu.Lock()
+		_, epoch := m.epochs[ws]
+		_, used := m.lastUsed[ws]
+		kept := map[string]int{"idle": len(m.idle), "busy": len(m.busy), "starting": len(m.starting),
+			"demand": len(m.demand), "epochs": len(m.epochs), "lastUsed": len(m.lastUsed)}
+		m.mu.Unlock()
+		m.dirMu.Lock()
+		kept["prepared"] = len(m.prepared)
+		m.dirMu.Unlock()
+		for what, n := range kept {
+			if n > 0 {
+				t.Errorf("round %d: after Release the Manager's %s has %d entries (its one workspace's: epoch %v, last use %v)", round, what, n, epoch, used)
+			}
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+}

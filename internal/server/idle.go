@@ -11,7 +11,7 @@ import (
 // back to the system once the server has gone idle.
 type activity struct {
 	running  atomic.Int64
-	lastDone atomic.Int64 // Unix nanoseconds of the last execution's end
+	lastDone atomic.Int64 // Unix nanoseconds of the last execution's end, or release
 }
 
 func (a *activity) begin() { a.running.Add(1) }
@@ -21,6 +21,14 @@ func (a *activity) end() {
 	a.running.Add(-1)
 }
 
+// released marks idle namespaces given back (ReleaseIdle). That comes long
+// after their executions' burst was trimmed, and the garbage it makes
+// (mount tables read, sandboxes killed, workspaces unmounted) would stay
+// in RSS while the server idles: a high GOGC waits for the heap to grow
+// fivefold, or for the runtime's forced collection every two minutes, and
+// the scavenger hands pages back slowly. So it is trimmed as a burst is.
+func (a *activity) released() { a.lastDone.Store(time.Now().UnixNano()) }
+
 // idleAfter is how long no execution must run before the server trims its
 // memory.
 const idleAfter = time.Second
@@ -29,7 +37,8 @@ const idleAfter = time.Second
 var freeOSMemory = debug.FreeOSMemory
 
 // TrimWhenIdle returns the heap's free memory to the system once after each
-// burst of executions, when none has run for idleAfter, until ctx ends.
+// burst of executions (or of idle namespaces released), when none has run
+// for idleAfter, until ctx ends.
 //
 // Why: codecell runs with a high GOGC (see config.GCPercent), which makes
 // executions and tool calls faster but leaves the heap of a burst in RSS for

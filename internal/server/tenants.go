@@ -89,6 +89,7 @@ func (s *Server) ReleaseIdle(ctx context.Context) {
 
 // releaseIdle releases the namespaces idle now, one at a time.
 func (s *Server) releaseIdle() {
+	released := false
 	ts := &s.tenants
 	now := time.Now()
 	var idle []string
@@ -119,6 +120,10 @@ func (s *Server) releaseIdle() {
 		}
 		s.release(ns)
 		s.endRelease(ns, t, true)
+		released = true
+	}
+	if released {
+		s.activity.released()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,4 +117,27 @@ func mounted(dir string) bool {
 		}
 	}
 	return false
+}
+
+// TestReleaseTrims: idle namespaces released are a burst for TrimWhenIdle,
+// which hands back the heap releasing them grew, as it does after
+// executions: they were trimmed long before the namespaces went idle.
+func TestReleaseTrims(t *testing.T) {
+	var trims atomic.Int32
+	old := freeOSMemory
+	freeOSMemory = func() { trims.Add(1) }
+	t.Cleanup(func() { freeOSMemory = old })
+	s, _, _ := statsServer(t, nil, nil, nil)
+	s.tenants.idle = time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.TrimWhenIdle(ctx)
+
+	s.enter("a")()
+	time.Sleep(2 * time.Millisecond)
+	s.releaseIdle()
+	if n := s.activeNamespaces(); n != 0 {
+		t.Fatalf("%d namespaces not released", n)
+	}
+	waitFor(t, 10*time.Second, "no trim after the release", func() bool { return trims.Load() == 1 })
 }
