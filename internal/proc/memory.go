@@ -6,10 +6,44 @@ import (
 	"strconv"
 )
 
-// Tree lists pid and its live descendants, from the parent links in /proc
-// (one read of every process's stat: a few milliseconds with hundreds of
-// processes).
+// Tree lists pid and its live descendants: from the kernel's lists of
+// each thread's children (a few reads), or where it keeps none
+// (CONFIG_PROC_CHILDREN), from the parent links of every process in /proc.
 func Tree(pid int) []int {
+	if out, ok := treeByChildren(pid); ok {
+		return out
+	}
+	return treeByScan(pid)
+}
+
+// treeByChildren walks /proc/<pid>/task/<tid>/children down from pid; ok
+// is false when the kernel has no such lists.
+func treeByChildren(pid int) (out []int, ok bool) {
+	if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children"); err != nil {
+		return nil, false
+	}
+	out = []int{pid}
+	seen := map[int]bool{pid: true} // a pid reused meanwhile could make a cycle
+	for i := 0; i < len(out); i++ {
+		dir := "/proc/" + strconv.Itoa(out[i]) + "/task/"
+		tasks, _ := os.ReadDir(dir)
+		for _, t := range tasks {
+			b, _ := os.ReadFile(dir + t.Name() + "/children")
+			for f := range bytes.FieldsSeq(b) {
+				if c, err := strconv.Atoi(string(f)); err == nil && !seen[c] {
+					seen[c] = true
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out, true
+}
+
+// treeByScan finds pid's descendants from the parent links of every
+// process (one read of each one's stat: a few milliseconds with hundreds of
+// processes).
+func treeByScan(pid int) []int {
 	entries, _ := os.ReadDir("/proc")
 	children := map[int][]int{}
 	for _, e := range entries {
