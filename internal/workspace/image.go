@@ -472,6 +472,9 @@ func mountedAt(dir, file string) (dev string, ok bool, err error) {
 // mountSource finds the topmost mount at dir in this process's mount
 // namespace: its source and filesystem type.
 func mountSource(dir string) (src, fstype string, found bool, err error) {
+	if !maybeMountPoint(dir) {
+		return "", "", false, nil
+	}
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return "", "", false, err
@@ -484,6 +487,23 @@ func mountSource(dir string) (src, fstype string, found bool, err error) {
 		}
 	}
 	return src, fstype, found, err
+}
+
+// maybeMountPoint says whether dir may be a mount point: false only when
+// the kernel says it is not (statx's STATX_ATTR_MOUNT_ROOT, Linux 5.8), or
+// it does not exist. It spares the parse of the whole mount table (which
+// holds every namespace's workspace mounted) on the way of a workspace that
+// is not mounted, as a namespace's first call after idle is.
+func maybeMountPoint(dir string) bool {
+	var stx unix.Statx_t
+	err := unix.Statx(unix.AT_FDCWD, dir, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE, &stx)
+	if errors.Is(err, unix.ENOENT) {
+		return false
+	}
+	if err != nil || stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 {
+		return true // unknown: look
+	}
+	return stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
 }
 
 // prepare makes a newly mounted (or found) image's root the workspace: owned

@@ -403,3 +403,14 @@ func TestBoundLoops(t *testing.T) {
 		t.Fatalf("boundLoop: %q, want %q", got, dev)
 	}
 }
+
+// TestMaybeMountPoint: a mount point is one, a plain directory and a
+// missing one are not (the mount table is then not read).
+func TestMaybeMountPoint(t *testing.T) {
+	dir := t.TempDir()
+	for path, want := range map[string]bool{"/proc": true, dir: false, filepath.Join(dir, "gone"): false} {
+		if got := maybeMountPoint(path); got != want {
+			t.Errorf("maybeMountPoint(%s) = %v, want %v", path, got, want)
+		}
+	}
+}
