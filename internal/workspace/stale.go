@@ -3,6 +3,7 @@ package workspace
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,6 +117,13 @@ func ReleaseLeftovers(dataDir string) (Leftovers, error) {
 // says whether release ran.
 func releaseUnused(file string, release func() error) (bool, error) {
 	lock, err := lockDir(filepath.Dir(file))
+	if errors.Is(err, fs.ErrNotExist) {
+		// The images directory itself is gone (the data dir was removed
+		// under its mounts): nothing can mount from it again, nor hold
+		// its lock. Kept, such mounts would stay until reboot, and every
+		// sandbox start reads the mount table they lengthen.
+		return true, release()
+	}
 	if err != nil {
 		return false, err
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,4 +105,62 @@ func bindLoop(t *testing.T, file string) string {
 		}
 	})
 	return dev
+}
+
+// TestReleaseLeftoversImagesGone: a dead process's image mounted over a
+// workspace whose images directory was removed since (a data dir deleted
+// under its mounts, as a test's or a benchmark's clean-up does) is released
+// too; before, its directory's lock could not be taken, and the mount
+// stayed for good.
+func TestReleaseLeftoversImagesGone(t *testing.T) {
+	requireImages(t)
+	data := imageParent(t)
+	vs := imageVolumes(t, VolumeOptions{Quota: 8 << 20, MaxEntries: 1000})
+	dead, err := vs.Volume(filepath.Join(data, "workspaces", "dead"))
+	must(t, err)
+	must(t, dead.close(false))
+	must(t, os.RemoveAll(filepath.Dir(dead.img.file)))
+
+	got, err := ReleaseLeftovers(data)
+	must(t, err)
+	if !slices.Equal(got.Unmounted, []string{dead.Dir()}) {
+		t.Errorf("unmounted %q, want %s", got.Unmounted, dead.Dir())
+	}
+	if maybeMountPoint(dead.Dir()) {
+		t.Errorf("%s is still mounted", dead.Dir())
+	}
+}
+
+// TestCloseWaitsForReleases: once Close returns, no image is left mounted,
+// even when Releases were under way as it ran (a server stopped while its
+// idle namespaces are released); before, Close did not wait for them, and
+// the process exited with one image mounted now and then.
+func TestCloseWaitsForReleases(t *testing.T) {
+	requireImages(t)
+	data := imageParent(t)
+	vs := imageVolumes(t, VolumeOptions{Quota: 8 << 20, MaxEntries: 1000})
+	var dirs []string
+	for i := range 12 {
+		v, err := vs.Volume(filepath.Join(data, "workspaces", strconv.Itoa(i)))
+		must(t, err)
+		dirs = append(dirs, v.Dir())
+	}
+	var wg sync.WaitGroup
+	for _, dir := range dirs {
+		wg.Go(func() { vs.Release(dir) })
+	}
+	// Close once every Release has taken its workspace out, while they
+	// unmount.
+	for taken := false; !taken; {
+		vs.mu.Lock()
+		taken = len(vs.vols) == 0
+		vs.mu.Unlock()
+	}
+	must(t, vs.Close())
+	for _, dir := range dirs {
+		if maybeMountPoint(dir) {
+			t.Errorf("%s is mounted after Close", dir)
+		}
+	}
+	wg.Wait()
 }

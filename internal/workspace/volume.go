@@ -67,6 +67,10 @@ type Volumes struct {
 	mu     sync.Mutex
 	vols   map[string]*volSlot
 	closed bool
+	// releasing counts the Releases under way, which Close waits for: a
+	// process that exits while one unmounts (a server stopped as its idle
+	// namespaces are released) would leave that image mounted.
+	releasing sync.WaitGroup
 }
 
 // volSlot is a workspace being set up or set up; ready is closed once v or
@@ -225,10 +229,14 @@ func (vs *Volumes) Release(dir string) error {
 	vs.mu.Lock()
 	slot := vs.vols[dir]
 	delete(vs.vols, dir)
+	if slot != nil {
+		vs.releasing.Add(1) // Close has not taken the slots: it waits
+	}
 	vs.mu.Unlock()
 	if slot == nil {
 		return nil
 	}
+	defer vs.releasing.Done()
 	<-slot.ready
 	if slot.v == nil {
 		return nil
@@ -250,6 +258,7 @@ func (vs *Volumes) Close() error {
 			errs = append(errs, s.v.close(true))
 		}
 	}
+	vs.releasing.Wait()
 	if vs.w != nil {
 		vs.w.close()
 	}
