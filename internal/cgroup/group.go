@@ -153,23 +153,39 @@ func (g *Group) Start(cmd *exec.Cmd) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		tid := strconv.Itoa(unix.Gettid())
-		err := g.moveThread(tid, g.dirs)
-		if err == nil {
-			err = cmd.Start()
-		}
-		if berr := g.moveThread(tid, g.h.own); berr != nil {
-			if err == nil && cmd.Process != nil {
-				cmd.Process.Kill()
-				err = fmt.Errorf("leave cgroup: %w", berr)
-			}
-			errc <- err
-			return // locked: the thread ends with this goroutine
-		}
-		runtime.UnlockOSThread()
+		stuck, err := g.StartLocked(cmd)
+		if !stuck {
+			runtime.UnlockOSThread()
+		} // else locked: the thread ends with this goroutine
 		errc <- err
 	}()
 	return <-errc
+}
+
+// StartLocked is Start for a caller whose goroutine is locked to its
+// thread (runtime.LockOSThread) and that must fork from that thread (its
+// namespaces are the child's). With cgroup v1 the thread itself goes into
+// the group and back; stuck says it could not come back, and is still in
+// the group: the caller must not run anything more on it (nor let it end
+// while the processes it started live, as their parent-death signal
+// follows it).
+func (g *Group) StartLocked(cmd *exec.Cmd) (stuck bool, err error) {
+	if g.h.v2 {
+		return false, g.Start(cmd)
+	}
+	tid := strconv.Itoa(unix.Gettid())
+	err = g.moveThread(tid, g.dirs)
+	if err == nil {
+		err = cmd.Start()
+	}
+	if berr := g.moveThread(tid, g.h.own); berr != nil {
+		if err == nil && cmd.Process != nil {
+			cmd.Process.Kill()
+			err = fmt.Errorf("leave cgroup: %w", berr)
+		}
+		return true, err
+	}
+	return false, err
 }
 
 func (g *Group) moveThread(tid string, dirs map[string]string) error {

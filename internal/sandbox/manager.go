@@ -95,6 +95,7 @@ type Manager struct {
 	kindMem  map[bool]int64
 	lastUsed map[string]int64
 	unbound  unboundPool // sandboxes started for no namespace yet (unbound.go)
+	launch   *launcher   // starts them, from a mount namespace of its own; nil when there is none
 	closed   bool
 	stop     chan struct{}  // closed by Close: ends the trimmer
 	wg       sync.WaitGroup // refill goroutines, kills of dead idle sandboxes and hardened teardowns (goTracked in gvisor.go)
@@ -175,6 +176,11 @@ func New(opts Options) (*Manager, error) {
 		stop:         make(chan struct{}),
 	}
 	m.unbound.ready = make(chan struct{})
+	if opts.Level == Production && os.Geteuid() == 0 {
+		if m.launch, err = newLauncher(); err != nil {
+			log.Warn("sandboxes start from codecell's own mount namespace, slower as more workspaces are mounted", "error", err)
+		}
+	}
 	if m.opts.IdleAfter <= 0 {
 		m.opts.IdleAfter = time.Minute
 	}
@@ -327,6 +333,7 @@ func (m *Manager) Close() error {
 		delete(m.idle, ws)
 	}
 	m.mu.Unlock()
+	m.launch.close()
 	if m.opts.Level == Hardened {
 		// Every container is gone: nothing needs runsc's null network
 		// namespace until another Manager starts one.
@@ -535,6 +542,12 @@ func (m *Manager) start(ctx context.Context, workspace target) (sandbox, error) 
 			sb, err = m.startGVisor(ctx, workspace)
 		}
 		return sb, err
+	}
+	if z, ok, err := m.startBound(ctx, workspace); ok {
+		if err != nil {
+			return nil, err
+		}
+		return z, nil
 	}
 	return m.startZygote(ctx, workspace)
 }

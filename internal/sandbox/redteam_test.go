@@ -33,6 +33,9 @@ type arena struct {
 	level Level
 	m     *Manager
 	ws    string
+	// claimed says the sandboxes are started ahead and claimed
+	// (unbound.go), beside another run of the attacks at the same level.
+	claimed bool
 }
 
 type redTeamAttack struct {
@@ -57,7 +60,7 @@ func TestRedTeam(t *testing.T) {
 	t.Run("production_started_ahead", func(t *testing.T) {
 		t.Parallel()
 		m, ws := claimedManager(t)
-		runAttacks(t, &arena{level: Production, m: m, ws: ws})
+		runAttacks(t, &arena{level: Production, m: m, ws: ws, claimed: true})
 	})
 }
 
@@ -69,6 +72,14 @@ func runAttacks(t *testing.T, a *arena) {
 		t.Run(at.name, func(t *testing.T) {
 			// A cleanup, so that it runs after a skip too.
 			t.Cleanup(func() { checkHealthy(t, a.m, a.ws) })
+			if a.claimed && strings.HasPrefix(at.name, "exhaustion/inotify") {
+				// Every production sandbox's inotify instances are one
+				// count, the host user's (the known gap of
+				// attackInotifyShared): run beside "production", each
+				// run's holder would starve the other's attacks.
+				// Claiming changes nothing of that count.
+				t.Skip("run once, at production: the host user's inotify instances are shared by both runs")
+			}
 			at.run(t, a)
 		})
 	}

@@ -154,19 +154,7 @@ func (m *Manager) claimUnbound(ctx context.Context, tg target) *zygote {
 			m.mu.Unlock()
 			if err := z.bind(tg); err != nil {
 				z.kill()
-				if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) {
-					m.mu.Lock()
-					u.off = err
-					drop := u.idle
-					u.idle = nil
-					m.mu.Unlock()
-					for _, z := range drop {
-						z.kill()
-					}
-					m.log.Warn("sandboxes started ahead of namespaces are off: this host cannot mount into a running sandbox", "error", err)
-				} else {
-					m.log.Warn("claim a sandbox started ahead", "error", err)
-				}
+				m.bindFailed(err)
 				return nil
 			}
 			time.AfterFunc(refillDelay, m.refillUnbound)
@@ -190,6 +178,56 @@ func (m *Manager) claimUnbound(ctx context.Context, tg target) *zygote {
 			m.mu.Unlock()
 			return nil
 		}
+	}
+}
+
+// startBound starts a sandbox for tg as one for no namespace, from the
+// launcher's mount namespace, and mounts tg's workspace and skills into it
+// as a claim does: its start does not copy and read codecell's mount
+// table, which holds every namespace's workspace mounted (see launcher).
+// ok is false when tg cannot be started so (no launcher, a shape
+// unboundKey refuses, mounting into a sandbox is off); the caller starts
+// it as before. A sandbox that starts but cannot be mounted into is
+// killed, and so is ok false.
+func (m *Manager) startBound(ctx context.Context, tg target) (z *zygote, ok bool, err error) {
+	key, can := m.unboundKey(tg)
+	m.mu.Lock()
+	off := m.unbound.off
+	m.mu.Unlock()
+	if m.launch == nil || !can || off != nil {
+		return nil, false, nil
+	}
+	if z, err = m.startZygote(ctx, key); err != nil {
+		return nil, true, err
+	}
+	if err := z.bind(tg); err != nil {
+		z.kill()
+		m.bindFailed(err)
+		return nil, false, nil
+	}
+	return z, true, nil
+}
+
+// bindFailed notes that mounting into a sandbox failed: for good when the
+// host cannot (no such system call, or no permission), which turns claims
+// and startBound off; else only that sandbox is lost.
+func (m *Manager) bindFailed(err error) {
+	if !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.EINVAL) {
+		m.log.Warn("mount a workspace into a sandbox", "error", err)
+		return
+	}
+	m.mu.Lock()
+	u := &m.unbound
+	first := u.off == nil
+	u.off = err
+	drop := u.idle
+	u.idle = nil
+	m.mu.Unlock()
+	for _, z := range drop {
+		z.kill()
+	}
+	if first {
+		m.log.Warn("sandboxes are started with their workspace: this host cannot mount into a running sandbox", "error", err)
 	}
 }
 

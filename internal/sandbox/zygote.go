@@ -214,9 +214,18 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (z *zygote, err er
 			return nil, fmt.Errorf("start %s sandbox: %w", m.opts.Level, err)
 		}
 	}
-	if cg != nil {
+	var launched *launcher
+	ran := false
+	if tg.unbound() && m.launch != nil {
+		if ran, err = m.launch.start(cmd, cg); ran { // see launcher
+			launched = m.launch
+		}
+	}
+	switch {
+	case ran:
+	case cg != nil:
 		err = cg.Start(cmd)
-	} else {
+	default:
 		err = cmd.Start()
 	}
 	// Our copies of the child's descriptors must go now: the control socket
@@ -243,6 +252,9 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (z *zygote, err er
 	go func() {
 		cmd.Wait()
 		close(z.done)
+		if launched != nil {
+			launched.exited()
+		}
 	}()
 	go z.readControl()
 

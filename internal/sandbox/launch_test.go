@@ -1,0 +1,59 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestStartsAwayFromMounts: production sandboxes start from the
+// launcher's mount namespace, which what the host mounts once the Manager
+// is made (other namespaces' workspaces) does not reach, and their
+// workspace is mounted into them all the same.
+func TestStartsAwayFromMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the launcher needs root")
+	}
+	m, ws := newTestManager(t, Production, Limits{}, 1)
+	if m.launch == nil {
+		t.Fatal("no launcher")
+	}
+	other := reachableTempDir(t)
+	if err := unix.Mount("tmpfs", other, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(other, unix.MNT_DETACH) })
+
+	r := exec1(t, m, ws, "import os\nopen('made-inside', 'w').write('1')\nos.getcwd()", slack)
+	if !r.OK || r.Result != WorkspaceMount {
+		t.Fatalf("%+v %+v", r.Result, r.Error)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "made-inside")); err != nil {
+		t.Fatalf("the file the code wrote is not in the workspace: %v", err)
+	}
+	// It comes back once its fork server has cleaned up.
+	waitWarm(t, m, ws)
+	tg := m.defaultTarget(ws)
+	m.mu.Lock()
+	z := m.idle[tg][0].(*zygote)
+	m.mu.Unlock()
+	if z.boundTo != ws {
+		t.Fatalf("the sandbox was not started for no workspace and bound to %s (bound to %q)", ws, z.boundTo)
+	}
+	bw := strconv.Itoa(z.cmd.Process.Pid)
+	table, err := os.ReadFile("/proc/" + bw + "/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(table), other) {
+		t.Errorf("bubblewrap started in a namespace with the host's later mounts (%s):\n%s", other, table)
+	}
+	var own, its unix.Stat_t
+	if unix.Stat("/proc/self/ns/mnt", &own) != nil || unix.Stat("/proc/"+bw+"/ns/mnt", &its) != nil || own.Ino == its.Ino {
+		t.Errorf("bubblewrap started in codecell's own mount namespace")
+	}
+}
