@@ -22,8 +22,8 @@ import (
 // Why: bubblewrap copies the mount namespace it starts in, and reads the
 // copy's mount table for each of its binds. codecell's holds every
 // namespace's workspace image mounted, so each start cost more with each
-// namespace in use: 25 ms of CPU with 23 mounts on this host, 60 ms with
-// 1,000 (BENCHMARKS.md, issue 33). These sandboxes need nothing mounted
+// namespace in use: on this host 27 ms of CPU with 23 mounts, 73 ms with
+// 1,000 (BenchmarkStart; BENCHMARKS.md, issue 33). These sandboxes need nothing mounted
 // since: the interpreter, the generated package, the egress socket and
 // the runner's files are all on filesystems mounted before codecell ran.
 //
@@ -117,7 +117,7 @@ func (l *launcher) start(cmd *exec.Cmd, cg *cgroup.Group) (ran bool, err error) 
 
 var errNotLaunched = errors.New("not launched")
 
-// exited says a process start started was reaped.
+// exited says that a process start started was reaped.
 func (l *launcher) exited() {
 	l.mu.Lock()
 	l.live--
