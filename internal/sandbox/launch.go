@@ -31,7 +31,9 @@ import (
 // every sandbox the launcher starts. It ends once the Manager is closed
 // and the last of those sandboxes is gone, not before: bubblewrap's
 // parent-death signal follows the thread that forked it. Its mounts are
-// private, so nothing mounted on the host later appears in it.
+// private, so nothing mounted on the host later appears in it; the other
+// way round, a filesystem the host unmounts meanwhile stays mounted in it
+// (so busy) until then.
 type launcher struct {
 	reqs chan func()
 	quit chan struct{} // closed once closing and nothing started runs
