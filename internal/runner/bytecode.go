@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/codecell/codecell/internal/proc"
 )
 
 // CompiledScript is the runner compiled to bytecode, in the layout
@@ -64,7 +65,7 @@ func Compile(ctx context.Context, python, root string) ([]File, error) {
 			return nil, fmt.Errorf("compile runner: %w", err)
 		}
 	}
-	cmd := exec.CommandContext(ctx, python, "-I", "-S", "-c", compileScript, tmp, root)
+	cmd := proc.Command(ctx, python, "-I", "-S", "-c", compileScript, tmp, root)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("compile runner with %s: %v: %s", python, err, strings.TrimSpace(string(out)))

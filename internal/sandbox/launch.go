@@ -51,8 +51,7 @@ type launcher struct {
 func newLauncher() (*launcher, error) {
 	l := &launcher{reqs: make(chan func()), quit: make(chan struct{}), done: make(chan struct{})}
 	ready := make(chan error)
-	go func() {
-		runtime.LockOSThread()
+	onOwnThread(func() {
 		// Never unlocked: the thread leaves with the goroutine, and with
 		// it its namespace, rather than run other goroutines in it.
 		err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS)
@@ -72,7 +71,7 @@ func newLauncher() (*launcher, error) {
 				return
 			}
 		}
-	}()
+	})
 	if err := <-ready; err != nil {
 		return nil, fmt.Errorf("a mount namespace to start sandboxes from: %w", err)
 	}
@@ -142,4 +141,29 @@ func (l *launcher) close() {
 	if end {
 		l.once.Do(func() { close(l.quit) })
 	}
+}
+
+// onOwnThread runs f in a goroutine locked to a thread that is not the
+// process's main thread, and never unlocked. f may change the thread's
+// namespaces: they go with it. Not the main thread's, which /proc/self
+// shows: codecell reads its mount table there (package workspace), and
+// the main thread in another mount namespace would show another table.
+func onOwnThread(f func()) {
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			f()
+			return
+		}
+		// Hand f to another goroutine. While this one holds the main
+		// thread locked, the runtime runs that one on another thread.
+		handed := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(handed)
+			f()
+		}()
+		<-handed
+		runtime.UnlockOSThread()
+	}()
 }

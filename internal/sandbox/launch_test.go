@@ -57,3 +57,17 @@ func TestStartsAwayFromMounts(t *testing.T) {
 		t.Errorf("bubblewrap started in codecell's own mount namespace")
 	}
 }
+
+// TestOnOwnThreadNotMain: what onOwnThread runs is never on the process's
+// main thread, whose namespaces /proc/self shows, however the runtime
+// places the goroutine it starts.
+func TestOnOwnThreadNotMain(t *testing.T) {
+	pid := unix.Getpid()
+	for range 300 {
+		tid := make(chan int)
+		onOwnThread(func() { tid <- unix.Gettid() })
+		if <-tid == pid {
+			t.Fatal("onOwnThread ran on the main thread")
+		}
+	}
+}

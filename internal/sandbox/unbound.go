@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -415,11 +414,9 @@ func inMountNamespace(ns *os.File, f func() error) error {
 func startMounter() {
 	ready := make(chan error)
 	reqs := make(chan mountRequest)
-	go func() {
-		runtime.LockOSThread()
+	onOwnThread(func() {
 		own, err := os.Open("/proc/thread-self/ns/mnt")
 		if err != nil {
-			runtime.UnlockOSThread() // nothing of the thread changed
 			ready <- fmt.Errorf("codecell's mount namespace: %w", err)
 			return
 		}
@@ -427,7 +424,6 @@ func startMounter() {
 		// directory) with others cannot join a mount namespace.
 		if err := unix.Unshare(unix.CLONE_FS); err != nil {
 			own.Close()
-			runtime.UnlockOSThread() // nothing of the thread changed
 			ready <- fmt.Errorf("unshare: %w", err)
 			return
 		}
@@ -449,7 +445,7 @@ func startMounter() {
 			}
 			req.done <- err
 		}
-	}()
+	})
 	mounter.err = <-ready
 	mounter.reqs = reqs
 }
