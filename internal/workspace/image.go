@@ -475,7 +475,7 @@ func mountSource(dir string) (src, fstype string, found bool, err error) {
 	if !maybeMountPoint(dir) {
 		return "", "", false, nil
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	f, err := os.Open(mountTable)
 	if err != nil {
 		return "", "", false, err
 	}

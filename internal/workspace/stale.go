@@ -40,7 +40,7 @@ func ReleaseLeftovers(dataDir string) (Leftovers, error) {
 	if real, err := filepath.EvalSymlinks(dataDir); err == nil {
 		dataDir = real // mountinfo names real paths
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	f, err := os.Open(mountTable)
 	if err != nil {
 		return out, err
 	}
@@ -151,7 +151,7 @@ func loopBacking(dev string) string {
 
 // mountedDevice says whether a device is mounted in this mount namespace.
 func mountedDevice(dev string) bool {
-	f, err := os.Open("/proc/self/mountinfo")
+	f, err := os.Open(mountTable)
 	if err != nil {
 		return true // unknown: leave it
 	}
@@ -164,3 +164,8 @@ func mountedDevice(dev string) bool {
 func under(dir, path string) bool {
 	return path != "" && strings.HasPrefix(path, dir+"/")
 }
+
+// mountTable is the mount table of the calling thread's mount namespace,
+// codecell's: /proc/self would show the main thread's, which need not be
+// in it (a thread of the sandbox package's own may be).
+const mountTable = "/proc/thread-self/mountinfo"
