@@ -31,8 +31,9 @@ import (
 const layers = `
 	# Leaves: the standard library only.
 	NONE < channel, dashboard, editdist, egress, metrics,
-	       mountinfo, pii, proc, procdir, runner, seccomp, store, textcut;
+	       mountinfo, pii, proc, procdir, seccomp, store, textcut;
 	editdist < analysis, catalog;
+	proc < runner; # it compiles itself with the operator's interpreter
 	editdist, egress < config;
 
 	# Test kits, imported by tests (and by the bench) only.
