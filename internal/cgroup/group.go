@@ -147,17 +147,20 @@ func (g *Group) Start(cmd *exec.Cmd) error {
 	// the thread that forks goes into the group, forks, and comes back.
 	// It is locked to this goroutine meanwhile, so nothing else of codecell
 	// runs on it (and memory is charged to the process's group, not the
-	// thread's). Should it fail to come back, the goroutine ends locked and
-	// the runtime ends the thread with it; the child, whose parent-death
-	// signal follows that thread, is killed first.
+	// thread's). Should it fail to come back, the child is killed and the
+	// goroutine waits forever, locked: given back, the thread would run
+	// other goroutines in the group; ended, it would take with it every
+	// process forked from it before (their parent-death signal follows
+	// the thread).
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		stuck, err := g.StartLocked(cmd)
-		if !stuck {
-			runtime.UnlockOSThread()
-		} // else locked: the thread ends with this goroutine
 		errc <- err
+		if stuck {
+			select {}
+		}
+		runtime.UnlockOSThread()
 	}()
 	return <-errc
 }

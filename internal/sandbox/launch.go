@@ -28,22 +28,20 @@ import (
 // the runner's files are all on filesystems mounted before codecell ran.
 //
 // The namespace is one thread's: a goroutine locked to it, which forks
-// every sandbox the launcher starts. It ends once the Manager is closed
-// and the last of those sandboxes is gone, not before: bubblewrap's
-// parent-death signal follows the thread that forked it. Its mounts are
-// private, so nothing mounted on the host later appears in it; the other
-// way round, a filesystem the host unmounts meanwhile stays mounted in it
-// (so busy) until then.
+// every sandbox the launcher starts, and which is never let go nor ended
+// (onOwnThread). Its mounts are private, so nothing mounted on the host
+// later appears in it; the other way round, a filesystem the host unmounts
+// meanwhile stays mounted in it (so busy) for as long as the process
+// lives.
 type launcher struct {
 	reqs chan func()
-	quit chan struct{} // closed once closing and nothing started runs
-	done chan struct{} // closed once the thread is gone
+	quit chan struct{} // closed by close
+	done chan struct{} // closed once the thread serves no more
+	tid  int           // the thread's
 	once sync.Once     // closes quit
 
-	mu      sync.Mutex
-	live    int // processes started and not reaped (exited)
-	closing bool
-	stuck   bool // the thread could not leave a cgroup (cgroup.Group.StartLocked): it starts nothing more
+	mu    sync.Mutex
+	stuck bool // the thread could not leave a cgroup (cgroup.Group.StartLocked): it starts nothing more
 }
 
 // newLauncher makes the launcher's thread and namespace; it needs
@@ -52,8 +50,7 @@ func newLauncher() (*launcher, error) {
 	l := &launcher{reqs: make(chan func()), quit: make(chan struct{}), done: make(chan struct{})}
 	ready := make(chan error)
 	onOwnThread(func() {
-		// Never unlocked: the thread leaves with the goroutine, and with
-		// it its namespace, rather than run other goroutines in it.
+		l.tid = unix.Gettid()
 		err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS)
 		if err == nil {
 			err = unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
@@ -81,28 +78,24 @@ func newLauncher() (*launcher, error) {
 // start starts cmd (in cg, when not nil) on the launcher's thread, so
 // that the process is in the launcher's mount namespace. ran is false when
 // the launcher cannot (closed, or its thread stuck in a cgroup): the
-// caller starts cmd itself. When it ran and cmd started, the caller calls
-// exited once the process is reaped.
+// caller starts cmd itself.
 func (l *launcher) start(cmd *exec.Cmd, cg *cgroup.Group) (ran bool, err error) {
 	errc := make(chan error, 1)
 	run := func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if l.closing || l.stuck {
+		if l.stuck {
 			errc <- errNotLaunched
 			return
 		}
-		var err error
 		if cg != nil {
 			// cgroup v1 moves the forking thread into the group: this one.
+			var err error
 			l.stuck, err = cg.StartLocked(cmd)
-		} else {
-			err = cmd.Start()
+			errc <- err
+			return
 		}
-		if err == nil {
-			l.live++
-		}
-		errc <- err
+		errc <- cmd.Start()
 	}
 	select {
 	case l.reqs <- run:
@@ -118,42 +111,30 @@ func (l *launcher) start(cmd *exec.Cmd, cg *cgroup.Group) (ran bool, err error) 
 
 var errNotLaunched = errors.New("not launched")
 
-// exited says that a process start started was reaped.
-func (l *launcher) exited() {
-	l.mu.Lock()
-	l.live--
-	end := l.closing && l.live == 0
-	l.mu.Unlock()
-	if end {
-		l.once.Do(func() { close(l.quit) })
-	}
-}
-
-// close has the thread end once nothing it started runs.
+// close stops the launcher: what it started goes on, and what is started
+// after is started by the caller.
 func (l *launcher) close() {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	l.closing = true
-	end := l.live == 0
-	l.mu.Unlock()
-	if end {
+	if l != nil {
 		l.once.Do(func() { close(l.quit) })
+		<-l.done
 	}
 }
 
 // onOwnThread runs f in a goroutine locked to a thread that is not the
-// process's main thread, and never unlocked. f may change the thread's
-// namespaces: they go with it. Not the main thread's, which /proc/self
-// shows: codecell reads its mount table there (package workspace), and
-// the main thread in another mount namespace would show another table.
+// process's main thread, which, once f returns, is never let go nor
+// ended: the goroutine waits forever. f may change the thread's
+// namespaces, which would reach other goroutines were the thread given
+// back; and a thread that ends takes with it every process forked from it
+// before, by any goroutine it ran (bubblewrap's and runsc's parent-death
+// signal follows the thread, not the process). Not the main thread, which
+// /proc/self shows: the main thread in another mount namespace would show
+// another mount table to whoever reads it there.
 func onOwnThread(f func()) {
 	go func() {
 		runtime.LockOSThread()
 		if unix.Gettid() != unix.Getpid() {
 			f()
-			return
+			select {}
 		}
 		// Hand f to another goroutine. While this one holds the main
 		// thread locked, the runtime runs that one on another thread.
@@ -162,6 +143,7 @@ func onOwnThread(f func()) {
 			runtime.LockOSThread()
 			close(handed)
 			f()
+			select {}
 		}()
 		<-handed
 		runtime.UnlockOSThread()

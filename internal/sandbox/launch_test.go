@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -69,5 +70,26 @@ func TestOnOwnThreadNotMain(t *testing.T) {
 		if <-tid == pid {
 			t.Fatal("onOwnThread ran on the main thread")
 		}
+	}
+}
+
+// TestLauncherThreadOutlivesManager: the launcher's thread does not end
+// with its Manager. A thread that ends kills what any goroutine forked
+// from it before it was locked (a hardened sandbox's runsc, say: the
+// fresh-clone CI saw one killed two seconds into its execution when
+// another test's Manager closed).
+func TestLauncherThreadOutlivesManager(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the launcher needs root")
+	}
+	m, _ := newTestManager(t, Production, Limits{}, 1)
+	if m.launch == nil {
+		t.Fatal("no launcher")
+	}
+	tid := m.launch.tid
+	m.Close()
+	time.Sleep(100 * time.Millisecond) // an ending thread is gone by then
+	if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid)); err != nil {
+		t.Fatalf("the launcher's thread ended with its Manager: %v", err)
 	}
 }

@@ -214,12 +214,9 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (z *zygote, err er
 			return nil, fmt.Errorf("start %s sandbox: %w", m.opts.Level, err)
 		}
 	}
-	var launched *launcher
 	ran := false
 	if tg.unbound() && m.launch != nil {
-		if ran, err = m.launch.start(cmd, cg); ran { // see launcher
-			launched = m.launch
-		}
+		ran, err = m.launch.start(cmd, cg) // see launcher
 	}
 	switch {
 	case ran:
@@ -252,9 +249,6 @@ func (m *Manager) startZygote(ctx context.Context, tg target) (z *zygote, err er
 	go func() {
 		cmd.Wait()
 		close(z.done)
-		if launched != nil {
-			launched.exited()
-		}
 	}()
 	go z.readControl()
 
