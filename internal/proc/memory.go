@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"sync"
 )
 
 // Tree lists pid and its live descendants: from the kernel's lists of
@@ -19,7 +20,7 @@ func Tree(pid int) []int {
 // treeByChildren walks /proc/<pid>/task/<tid>/children down from pid; ok
 // is false when the kernel has no such lists.
 func treeByChildren(pid int) (out []int, ok bool) {
-	if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children"); err != nil {
+	if !haveChildren() {
 		return nil, false
 	}
 	out = []int{pid}
@@ -39,6 +40,12 @@ func treeByChildren(pid int) (out []int, ok bool) {
 	}
 	return out, true
 }
+
+// haveChildren says whether the kernel keeps children lists.
+var haveChildren = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children")
+	return err == nil
+})
 
 // treeByScan finds pid's descendants from the parent links of every
 // process (one read of each one's stat: a few milliseconds with hundreds of

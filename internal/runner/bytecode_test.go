@@ -15,8 +15,12 @@ import (
 // them, for tracebacks.
 func TestCompiledRunnerRuns(t *testing.T) {
 	const python = "/usr/bin/python3"
+	install, err := Install(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	pyc, err := Compile(context.Background(), python, dir)
+	pyc, err := Compile(context.Background(), python, install, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +72,11 @@ print(codecell._rpc.call.__code__.co_filename)
 // TestCompileFailsClearly: an interpreter that cannot compile gives an
 // error that names it; the Manager then starts sandboxes from the sources.
 func TestCompileFailsClearly(t *testing.T) {
-	_, err := Compile(context.Background(), "/bin/false", t.TempDir())
+	install, err := Install(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Compile(context.Background(), "/bin/false", install, t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "/bin/false") {
 		t.Fatalf("err = %v", err)
 	}

@@ -29,7 +29,11 @@ func TestRunnerBytecodeFollowsInterpreter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := &Manager{opts: Options{Python: link}, log: slog.New(slog.DiscardHandler), runtimeFiles: files}
+	install, err := runner.Install(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{opts: Options{Python: link}, log: slog.New(slog.DiscardHandler), runtime: install, runtimeFiles: files}
 	for i, step := range []struct{ to, want string }{
 		{python, runner.CompiledScript},
 		{broken, runner.Script},

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -34,20 +33,25 @@ import (
 // meanwhile stays mounted in it (so busy) for as long as the process
 // lives.
 type launcher struct {
-	reqs chan func()
+	reqs chan launchRequest
 	quit chan struct{} // closed by close
 	done chan struct{} // closed once the thread serves no more
 	tid  int           // the thread's
 	once sync.Once     // closes quit
+}
 
-	mu    sync.Mutex
-	stuck bool // the thread could not leave a cgroup (cgroup.Group.StartLocked): it starts nothing more
+// launchRequest is a command to start on the launcher's thread, in cg
+// when not nil; the start's error comes back on done.
+type launchRequest struct {
+	cmd  *exec.Cmd
+	cg   *cgroup.Group
+	done chan error
 }
 
 // newLauncher makes the launcher's thread and namespace; it needs
 // CAP_SYS_ADMIN (codecell run as root).
 func newLauncher() (*launcher, error) {
-	l := &launcher{reqs: make(chan func()), quit: make(chan struct{}), done: make(chan struct{})}
+	l := &launcher{reqs: make(chan launchRequest), quit: make(chan struct{}), done: make(chan struct{})}
 	ready := make(chan error)
 	onOwnThread(func() {
 		l.tid = unix.Gettid()
@@ -62,8 +66,18 @@ func newLauncher() (*launcher, error) {
 		defer close(l.done)
 		for {
 			select {
-			case f := <-l.reqs:
-				f()
+			case req := <-l.reqs:
+				if req.cg == nil {
+					req.done <- req.cmd.Start()
+					continue
+				}
+				// cgroup v1 moves the forking thread into the group:
+				// this one. Stuck in it, it serves no more.
+				stuck, err := req.cg.StartLocked(req.cmd)
+				req.done <- err
+				if stuck {
+					return
+				}
 			case <-l.quit:
 				return
 			}
@@ -77,39 +91,17 @@ func newLauncher() (*launcher, error) {
 
 // start starts cmd (in cg, when not nil) on the launcher's thread, so
 // that the process is in the launcher's mount namespace. ran is false when
-// the launcher cannot (closed, or its thread stuck in a cgroup): the
-// caller starts cmd itself.
+// the launcher serves no more (closed, or its thread stuck in a cgroup):
+// the caller starts cmd itself.
 func (l *launcher) start(cmd *exec.Cmd, cg *cgroup.Group) (ran bool, err error) {
-	errc := make(chan error, 1)
-	run := func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if l.stuck {
-			errc <- errNotLaunched
-			return
-		}
-		if cg != nil {
-			// cgroup v1 moves the forking thread into the group: this one.
-			var err error
-			l.stuck, err = cg.StartLocked(cmd)
-			errc <- err
-			return
-		}
-		errc <- cmd.Start()
-	}
+	req := launchRequest{cmd: cmd, cg: cg, done: make(chan error, 1)}
 	select {
-	case l.reqs <- run:
-		err = <-errc
+	case l.reqs <- req:
+		return true, <-req.done
 	case <-l.done:
-		err = errNotLaunched
-	}
-	if err == errNotLaunched {
 		return false, nil
 	}
-	return true, err
 }
-
-var errNotLaunched = errors.New("not launched")
 
 // close stops the launcher: what it started goes on, and what is started
 // after is started by the caller.

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,13 +17,7 @@ import (
 // is made (other namespaces' workspaces) does not reach, and their
 // workspace is mounted into them all the same.
 func TestStartsAwayFromMounts(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the launcher needs root")
-	}
-	m, ws := newTestManager(t, Production, Limits{}, 1)
-	if m.launch == nil {
-		t.Fatal("no launcher")
-	}
+	m, ws := launcherManager(t)
 	other := reachableTempDir(t)
 	if err := unix.Mount("tmpfs", other, "tmpfs", 0, "size=1m"); err != nil {
 		t.Fatal(err)
@@ -79,17 +74,60 @@ func TestOnOwnThreadNotMain(t *testing.T) {
 // fresh-clone CI saw one killed two seconds into its execution when
 // another test's Manager closed).
 func TestLauncherThreadOutlivesManager(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the launcher needs root")
-	}
-	m, _ := newTestManager(t, Production, Limits{}, 1)
-	if m.launch == nil {
-		t.Fatal("no launcher")
-	}
+	m, _ := launcherManager(t)
 	tid := m.launch.tid
 	m.Close()
 	time.Sleep(100 * time.Millisecond) // an ending thread is gone by then
 	if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid)); err != nil {
 		t.Fatalf("the launcher's thread ended with its Manager: %v", err)
 	}
+}
+
+// TestStartsWithoutLauncher: once the launcher serves no more (closed, or
+// its thread stuck in a cgroup), sandboxes start from codecell's own
+// namespace and serve; once mounting into a sandbox is off (a host that
+// cannot), they start with their workspace bound, as before the launcher.
+func TestStartsWithoutLauncher(t *testing.T) {
+	for _, how := range []string{"launcher closed", "mounting off"} {
+		t.Run(how, func(t *testing.T) {
+			m, ws := launcherManager(t)
+			if how == "launcher closed" {
+				m.launch.close()
+				if ran, _ := m.launch.start(exec.Command("/bin/true"), nil); ran {
+					t.Fatal("a closed launcher started a command")
+				}
+			} else {
+				m.mu.Lock()
+				m.unbound.off = unix.EPERM
+				m.mu.Unlock()
+			}
+			if r := exec1(t, m, ws, "import os\nopen('x', 'w').write('1')\nos.getcwd()", slack); !r.OK || r.Result != WorkspaceMount {
+				t.Fatalf("%+v %+v", r.Result, r.Error)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "x")); err != nil {
+				t.Fatal(err)
+			}
+			waitWarm(t, m, ws)
+			tg := m.defaultTarget(ws)
+			m.mu.Lock()
+			z := m.idle[tg][0].(*zygote)
+			m.mu.Unlock()
+			if how == "mounting off" && z.boundTo != "" {
+				t.Fatalf("the sandbox was mounted into (%s), not started with its workspace", z.boundTo)
+			}
+		})
+	}
+}
+
+// launcherManager is a production Manager with a launcher (root only).
+func launcherManager(t *testing.T) (*Manager, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the launcher needs root")
+	}
+	m, ws := newTestManager(t, Production, Limits{}, 1)
+	if m.launch == nil {
+		t.Fatal("no launcher")
+	}
+	return m, ws
 }

@@ -823,7 +823,7 @@ func (m *Manager) runnerFor(python string) ([]runner.File, string) {
 		b.python, b.files = id, nil
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
-		pyc, err := runner.Compile(ctx, python, RuntimeMount)
+		pyc, err := runner.Compile(ctx, python, m.runtime, RuntimeMount)
 		if err != nil {
 			m.log.Warn("sandboxes compile the runner as they start", "error", err)
 		} else {

@@ -81,12 +81,8 @@ func ReleaseLeftovers(dataDir string) (Leftovers, error) {
 	// The devices: autoclear detaches an image's device at its last
 	// unmount, but a device bound without it, or one a killed process had
 	// bound and not mounted yet, stays.
-	ents, _ := os.ReadDir("/sys/block")
-	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), "loop") {
-			continue
-		}
-		dev := "/dev/" + e.Name()
+	for _, name := range boundLoops() {
+		dev := "/dev/" + name
 		file := loopBacking(dev)
 		if !under(dataDir, file) || mountedDevice(dev) {
 			continue
